@@ -1,0 +1,734 @@
+//===- PlanJson.cpp - JSON reader and writer for execution plans ------------------------===//
+//
+// The writer streams text directly (plans reach tens of megabytes) in the layout of Python's
+// json.dumps(indent=2): one member per line, two spaces per level, `[]`/`{}` for empty
+// containers, ASCII only. toJson() parses that text back, so the key order lives in one place.
+//
+// The reader walks an nlohmann::json value, carrying the JSON path of every value it looks at
+// so that each error names it.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/plan/PlanJson.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace msccl::plan {
+
+PlanError::PlanError(std::string path, const std::string &message)
+    : std::runtime_error(path.empty() ? message : path + ": " + message), path_(std::move(path)),
+      message_(message) {}
+
+//===------------------------------------------------------------------------------------===//
+// Writer
+//===------------------------------------------------------------------------------------===//
+namespace {
+
+class Writer {
+public:
+  explicit Writer(int indent) : indent_(indent) { out_.reserve(1 << 16); }
+
+  std::string take() { return std::move(out_); }
+
+  void beginObject() { open('{'); }
+  void endObject() { close('}'); }
+  void beginArray() { open('['); }
+  void endArray() { close(']'); }
+
+  /// Starts an object member; the value follows.
+  void key(std::string_view k) {
+    element();
+    string(k);
+    out_ += indent_ >= 0 ? ": " : ":";
+    pendingValue_ = true;
+  }
+
+  void value(uint64_t v) {
+    element();
+    out_ += std::to_string(v);
+  }
+  void valueSigned(int64_t v) {
+    element();
+    out_ += std::to_string(v);
+  }
+  void value(bool v) {
+    element();
+    out_ += v ? "true" : "false";
+  }
+  void value(std::string_view s) {
+    element();
+    string(s);
+  }
+  void null() {
+    element();
+    out_ += "null";
+  }
+
+  template <typename T> void member(std::string_view k, const T &v) {
+    key(k);
+    value(v);
+  }
+  void memberList(std::string_view k, const std::vector<uint32_t> &ids) {
+    key(k);
+    beginArray();
+    for (uint32_t id : ids)
+      value(uint64_t(id));
+    endArray();
+  }
+
+private:
+  struct Level {
+    bool empty = true;
+  };
+
+  void open(char c) {
+    element();
+    out_ += c;
+    stack_.push_back(Level{});
+  }
+  void close(char c) {
+    bool empty = stack_.back().empty;
+    stack_.pop_back();
+    if (!empty)
+      newline();
+    out_ += c;
+  }
+  /// Emits the separator and indentation before a new element, unless it is the value of a
+  /// member whose key was just written.
+  void element() {
+    if (pendingValue_) {
+      pendingValue_ = false;
+      return;
+    }
+    if (stack_.empty())
+      return;
+    if (!stack_.back().empty)
+      out_ += ',';
+    stack_.back().empty = false;
+    newline();
+  }
+  void newline() {
+    if (indent_ < 0)
+      return;
+    out_ += '\n';
+    out_.append(stack_.size() * size_t(indent_), ' ');
+  }
+  void string(std::string_view s);
+
+  std::string out_;
+  std::vector<Level> stack_;
+  int indent_;
+  bool pendingValue_ = false;
+};
+
+/// Python json.dumps(ensure_ascii=True) string escaping.
+void Writer::string(std::string_view s) {
+  static const char *hex = "0123456789abcdef";
+  auto u16 = [&](unsigned cu) {
+    out_ += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4)
+      out_ += hex[(cu >> shift) & 0xF];
+  };
+  out_ += '"';
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+    case '"': out_ += "\\\""; continue;
+    case '\\': out_ += "\\\\"; continue;
+    case '\n': out_ += "\\n"; continue;
+    case '\r': out_ += "\\r"; continue;
+    case '\t': out_ += "\\t"; continue;
+    case '\b': out_ += "\\b"; continue;
+    case '\f': out_ += "\\f"; continue;
+    default: break;
+    }
+    if (c < 0x20) {
+      u16(c);
+    } else if (c < 0x80) {
+      out_ += char(c);
+    } else {
+      // Decode one UTF-8 sequence; invalid bytes are written as U+FFFD.
+      unsigned cp = 0xFFFD, len = 1;
+      if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
+      else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
+      else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
+      if (len == 1 || i + len > s.size()) {
+        cp = 0xFFFD;
+        len = 1;
+      } else {
+        for (unsigned k = 1; k < len; ++k)
+          cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      }
+      i += len - 1;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        u16(0xD800 + (cp >> 10));
+        u16(0xDC00 + (cp & 0x3FF));
+      } else {
+        u16(cp);
+      }
+    }
+  }
+  out_ += '"';
+}
+
+void writeBufferRef(Writer &w, const BufferRef &b) {
+  w.beginObject();
+  switch (b.loc) {
+  case BufferRef::Loc::Local:
+    if (b.rank)
+      w.member("rank", uint64_t(*b.rank));
+    w.member("type", bufferTypeName(b.type));
+    break;
+  case BufferRef::Loc::Remote:
+    w.member("buffer_id", uint64_t(b.id));
+    break;
+  case BufferRef::Loc::Switch:
+    w.member("switch_channel_id", uint64_t(b.id));
+    break;
+  }
+  w.member("index", b.index);
+  w.member("size", b.size);
+  w.endObject();
+}
+
+void writeBufferRefs(Writer &w, std::string_view key, const std::vector<BufferRef> &refs) {
+  w.key(key);
+  w.beginArray();
+  for (const BufferRef &b : refs)
+    writeBufferRef(w, b);
+  w.endArray();
+}
+
+void writeOp(Writer &w, const Op &op) {
+  OpShape shape = opShape(op.type);
+  w.beginObject();
+  w.member("name", opName(op.type));
+  if (shape == OpShape::GroupLoadReduce) {
+    w.member("buffer_type", bufferTypeName(op.glreBufferType));
+    w.member("buffer_offset", op.glreBufferOffset);
+    w.member("size", op.glreSize);
+    w.key("dst_chunk");
+    writeBufferRef(w, op.glreDstChunk);
+  }
+  if (shape == OpShape::Pipeline) {
+    w.key("iter_context");
+    w.beginObject();
+    w.member("unit_size", op.iterContext.unitSize);
+    w.member("num_chunks", op.iterContext.numChunks);
+    w.endObject();
+    w.key("ops");
+    w.beginArray();
+    for (const Op &inner : op.ops)
+      writeOp(w, inner);
+    w.endArray();
+  }
+  if (shape == OpShape::Data) {
+    writeBufferRefs(w, "src_buff", op.src);
+    writeBufferRefs(w, "dst_buff", op.dst);
+  }
+  if (op.channelIds)
+    w.memberList("channel_ids", *op.channelIds);
+  if (op.channelType)
+    w.member("channel_type", channelTypeName(*op.channelType));
+  if (op.reduceOp)
+    w.member("reduce_op", reduceOpName(*op.reduceOp));
+  if (shape == OpShape::Sem)
+    w.memberList("semaphore_ids", op.semaphoreIds);
+  if (shape == OpShape::Barrier) {
+    w.member("barrier_id", uint64_t(op.barrierId));
+    w.member("num_threadblocks", uint64_t(op.numThreadblocks));
+  }
+  if (op.tbg) {
+    w.key("tbg_info");
+    w.beginObject();
+    w.member("tb_id", uint64_t(op.tbg->tbId));
+    w.member("tbg_size", uint64_t(op.tbg->tbgSize));
+    w.endObject();
+  }
+  w.endObject();
+}
+
+void writeThreadblock(Writer &w, const Threadblock &tb) {
+  w.beginObject();
+  w.member("id", uint64_t(tb.id));
+  w.key("ops");
+  w.beginArray();
+  for (const Op &op : tb.ops)
+    writeOp(w, op);
+  w.endArray();
+  w.key("channels");
+  w.beginArray();
+  for (const TbChannels &c : tb.channels) {
+    w.beginObject();
+    w.member("channel_type", channelTypeName(c.channelType));
+    w.memberList("channel_ids", c.channelIds);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("remote_buffer_refs");
+  w.beginArray();
+  for (const RemoteBufferRefs &r : tb.remoteBufferRefs) {
+    w.beginObject();
+    w.member("access_channel_type", channelTypeName(r.accessChannelType));
+    w.memberList("remote_buffer_ids", r.remoteBufferIds);
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject();
+}
+
+void writeGpu(Writer &w, const Gpu &gpu) {
+  w.beginObject();
+  w.member("id", uint64_t(gpu.id));
+  w.member("input_chunks", gpu.inputChunks);
+  w.member("output_chunks", gpu.outputChunks);
+  w.member("scratch_chunks", gpu.scratchChunks);
+  w.key("threadblocks");
+  w.beginArray();
+  for (const Threadblock &tb : gpu.threadblocks)
+    writeThreadblock(w, tb);
+  w.endArray();
+  w.key("channels");
+  w.beginArray();
+  for (const ChannelDecl &c : gpu.channels) {
+    w.beginObject();
+    w.member("channel_type", channelTypeName(c.channelType));
+    if (c.channelType == ChannelType::Switch) {
+      w.member("buffer_type", bufferTypeName(c.bufferType));
+      w.key("rank_groups");
+      w.beginArray();
+      for (const RankGroup &g : c.rankGroups) {
+        w.beginObject();
+        w.member("size", uint64_t(g.size));
+        w.memberList("ranks", g.ranks);
+        w.endObject();
+      }
+      w.endArray();
+    } else if (c.channelType != ChannelType::None) {
+      w.memberList("connected_to", c.connectedTo);
+    }
+    w.endObject();
+  }
+  w.endArray();
+  w.key("remote_buffers");
+  w.beginArray();
+  for (const RemoteBuffer &r : gpu.remoteBuffers) {
+    w.beginObject();
+    w.member("rank", uint64_t(r.rank));
+    w.member("type", bufferTypeName(r.type));
+    w.key("access_channel_types");
+    w.beginArray();
+    for (ChannelType t : r.accessChannelTypes)
+      w.value(channelTypeName(t));
+    w.endArray();
+    w.endObject();
+  }
+  w.endArray();
+  w.key("semaphores");
+  w.beginArray();
+  for (const Semaphore &s : gpu.semaphores) {
+    w.beginObject();
+    w.key("init_value");
+    w.valueSigned(s.initValue);
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject();
+}
+
+} // namespace
+
+std::string writePlan(const Plan &plan, int indent) {
+  Writer w(indent);
+  w.beginObject();
+  w.key("name");
+  if (plan.name)
+    w.value(std::string_view(*plan.name));
+  else
+    w.null();
+  w.member("collective", std::string_view(plan.collective));
+  w.member("protocol", std::string_view(plan.protocol));
+  w.member("inplace", plan.inplace);
+  w.member("reuse_resources", plan.reuseResources);
+  w.key("gpus");
+  w.beginArray();
+  for (const Gpu &gpu : plan.gpus)
+    writeGpu(w, gpu);
+  w.endArray();
+  w.member("num_threads_per_block", uint64_t(plan.numThreadsPerBlock));
+  w.member("use_double_scratch_buffer", plan.useDoubleScratchBuffer);
+  w.member("buffer_alignment", plan.bufferAlignment);
+  w.member("min_message_size", plan.minMessageSize);
+  w.member("max_message_size", plan.maxMessageSize);
+  w.endObject();
+  std::string text = w.take();
+  text += '\n';
+  return text;
+}
+
+void writePlan(std::ostream &os, const Plan &plan, int indent) { os << writePlan(plan, indent); }
+
+nlohmann::ordered_json toJson(const Plan &plan) { return nlohmann::ordered_json::parse(writePlan(plan, -1)); }
+
+//===------------------------------------------------------------------------------------===//
+// Reader
+//===------------------------------------------------------------------------------------===//
+namespace {
+
+using json = nlohmann::json;
+
+/// A JSON value together with its path, for error messages.
+struct Node {
+  const json &v;
+  std::string path;
+
+  [[noreturn]] void fail(const std::string &msg) const { throw PlanError(path, msg); }
+
+  Node at(std::string_view key) const {
+    auto it = v.find(key);
+    if (it == v.end())
+      fail("missing required key `" + std::string(key) + "`");
+    return {*it, sub(key)};
+  }
+  std::optional<Node> find(std::string_view key) const {
+    auto it = v.find(key);
+    if (it == v.end())
+      return std::nullopt;
+    return Node{*it, sub(key)};
+  }
+  Node operator[](size_t i) const { return {v[i], path + "[" + std::to_string(i) + "]"}; }
+  std::string sub(std::string_view key) const {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+  }
+
+  const Node &object() const {
+    if (!v.is_object())
+      fail(std::string("expected an object, got ") + v.type_name());
+    return *this;
+  }
+  size_t array() const {
+    if (!v.is_array())
+      fail(std::string("expected an array, got ") + v.type_name());
+    return v.size();
+  }
+  uint64_t u64() const {
+    if (v.is_number_unsigned())
+      return v.get<uint64_t>();
+    if (v.is_number_integer()) {
+      if (v.get<int64_t>() < 0)
+        fail("expected a non-negative integer, got " + v.dump());
+      return uint64_t(v.get<int64_t>());
+    }
+    fail(std::string("expected a non-negative integer, got ") + v.type_name());
+  }
+  uint32_t u32() const {
+    uint64_t x = u64();
+    if (x > std::numeric_limits<uint32_t>::max())
+      fail("value " + std::to_string(x) + " does not fit in 32 bits");
+    return uint32_t(x);
+  }
+  int32_t i32() const {
+    if (!v.is_number_integer())
+      fail(std::string("expected an integer, got ") + v.type_name());
+    int64_t x = v.get<int64_t>();
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
+      fail("value " + v.dump() + " does not fit in 32 bits");
+    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+      fail("value " + v.dump() + " does not fit in 32 bits");
+    return int32_t(x);
+  }
+  bool boolean() const {
+    if (!v.is_boolean())
+      fail(std::string("expected a boolean, got ") + v.type_name());
+    return v.get<bool>();
+  }
+  const std::string &str() const {
+    if (!v.is_string())
+      fail(std::string("expected a string, got ") + v.type_name());
+    return v.get_ref<const std::string &>();
+  }
+  std::vector<uint32_t> u32List() const {
+    size_t n = array();
+    std::vector<uint32_t> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+      out.push_back((*this)[i].u32());
+    return out;
+  }
+  BufferType bufferType() const {
+    if (auto t = parseBufferType(str()))
+      return *t;
+    fail("unknown buffer type `" + str() + "` (expected `i`, `o` or `s`)");
+  }
+  ChannelType channelType() const {
+    if (auto t = parseChannelType(str()))
+      return *t;
+    fail("unknown channel type `" + str() + "` (expected `memory`, `port`, `switch` or `none`)");
+  }
+};
+
+BufferRef readBufferRef(const Node &n) {
+  n.object();
+  BufferRef b;
+  if (auto id = n.find("buffer_id")) {
+    b.loc = BufferRef::Loc::Remote;
+    b.id = id->u32();
+  } else if (auto sw = n.find("switch_channel_id")) {
+    b.loc = BufferRef::Loc::Switch;
+    b.id = sw->u32();
+  } else {
+    b.loc = BufferRef::Loc::Local;
+    if (auto t = n.find("type"))
+      b.type = t->bufferType();
+    if (auto r = n.find("rank"))
+      b.rank = r->u32();
+  }
+  b.index = n.at("index").u64();
+  b.size = n.at("size").u64();
+  return b;
+}
+
+std::vector<BufferRef> readBufferRefs(const Node &n) {
+  size_t count = n.array();
+  std::vector<BufferRef> out;
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i)
+    out.push_back(readBufferRef(n[i]));
+  return out;
+}
+
+Op readOp(const Node &n, bool insidePipeline) {
+  n.object();
+  Op op;
+  const std::string &name = n.at("name").str();
+  auto type = parseOpName(name);
+  if (!type)
+    n.at("name").fail("unknown operation `" + name + "`");
+  op.type = *type;
+  OpShape shape = opShape(op.type);
+
+  if (auto ids = n.find("channel_ids"))
+    op.channelIds = ids->u32List();
+  if (auto ct = n.find("channel_type"))
+    op.channelType = ct->channelType();
+  if (auto ro = n.find("reduce_op")) {
+    auto r = parseReduceOp(ro->str());
+    if (!r)
+      ro->fail("unknown reduce op `" + ro->str() + "` (expected `sum`, `min` or `max`)");
+    op.reduceOp = *r;
+  }
+  if (auto tbg = n.find("tbg_info")) {
+    tbg->object();
+    op.tbg = TbgInfo{tbg->at("tb_id").u32(), tbg->at("tbg_size").u32()};
+    if (op.tbg->tbgSize == 0)
+      tbg->at("tbg_size").fail("a threadblock group has at least one member");
+    if (op.tbg->tbId >= op.tbg->tbgSize)
+      tbg->at("tb_id").fail("tb_id " + std::to_string(op.tbg->tbId) + " is not below tbg_size " +
+                            std::to_string(op.tbg->tbgSize));
+  }
+
+  switch (shape) {
+  case OpShape::Nop:
+    break;
+  case OpShape::Sync:
+    if (!op.channelIds)
+      n.fail("`" + name + "` needs `channel_ids`");
+    if (!op.channelType)
+      n.fail("`" + name + "` needs `channel_type`");
+    break;
+  case OpShape::Sem:
+    op.semaphoreIds = n.at("semaphore_ids").u32List();
+    break;
+  case OpShape::Barrier:
+    op.barrierId = n.at("barrier_id").u32();
+    op.numThreadblocks = n.at("num_threadblocks").u32();
+    break;
+  case OpShape::Data:
+    if (auto s = n.find("src_buff"))
+      op.src = readBufferRefs(*s);
+    if (auto d = n.find("dst_buff"))
+      op.dst = readBufferRefs(*d);
+    break;
+  case OpShape::Pipeline: {
+    if (insidePipeline)
+      n.fail("nested pipelines are not supported");
+    Node ic = n.at("iter_context");
+    ic.object();
+    op.iterContext.unitSize = ic.at("unit_size").u64();
+    op.iterContext.numChunks = ic.at("num_chunks").u64();
+    if (op.iterContext.unitSize == 0)
+      ic.at("unit_size").fail("a pipeline unit size must be positive");
+    Node ops = n.at("ops");
+    size_t count = ops.array();
+    op.ops.reserve(count);
+    for (size_t i = 0; i < count; ++i)
+      op.ops.push_back(readOp(ops[i], true));
+    break;
+  }
+  case OpShape::GroupLoadReduce:
+    op.glreBufferType = n.at("buffer_type").bufferType();
+    op.glreBufferOffset = n.at("buffer_offset").u64();
+    op.glreSize = n.at("size").u64();
+    op.glreDstChunk = readBufferRef(n.at("dst_chunk"));
+    break;
+  }
+  return op;
+}
+
+Threadblock readThreadblock(const Node &n) {
+  n.object();
+  Threadblock tb;
+  tb.id = n.at("id").u32();
+  Node ops = n.at("ops");
+  size_t count = ops.array();
+  tb.ops.reserve(count);
+  for (size_t i = 0; i < count; ++i)
+    tb.ops.push_back(readOp(ops[i], false));
+  Node chans = n.at("channels");
+  size_t nc = chans.array();
+  for (size_t i = 0; i < nc; ++i) {
+    Node c = chans[i];
+    c.object();
+    TbChannels tc;
+    tc.channelType = c.at("channel_type").channelType();
+    tc.channelIds = c.at("channel_ids").u32List();
+    if (auto buff = c.find("buff"))
+      buff->bufferType(); // validated and ignored, like the reference
+    tb.channels.push_back(std::move(tc));
+  }
+  if (auto refs = n.find("remote_buffer_refs")) {
+    size_t nr = refs->array();
+    for (size_t i = 0; i < nr; ++i) {
+      Node r = (*refs)[i];
+      r.object();
+      RemoteBufferRefs rr;
+      rr.accessChannelType = r.at("access_channel_type").channelType();
+      rr.remoteBufferIds = r.at("remote_buffer_ids").u32List();
+      tb.remoteBufferRefs.push_back(std::move(rr));
+    }
+  }
+  return tb;
+}
+
+Gpu readGpu(const Node &n) {
+  n.object();
+  Gpu gpu;
+  gpu.id = n.at("id").u32();
+  gpu.inputChunks = n.at("input_chunks").u64();
+  gpu.outputChunks = n.at("output_chunks").u64();
+  gpu.scratchChunks = n.at("scratch_chunks").u64();
+
+  Node tbs = n.at("threadblocks");
+  size_t ntb = tbs.array();
+  gpu.threadblocks.reserve(ntb);
+  for (size_t i = 0; i < ntb; ++i)
+    gpu.threadblocks.push_back(readThreadblock(tbs[i]));
+
+  Node chans = n.at("channels");
+  size_t nc = chans.array();
+  for (size_t i = 0; i < nc; ++i) {
+    Node c = chans[i];
+    c.object();
+    ChannelDecl d;
+    d.channelType = c.at("channel_type").channelType();
+    if (d.channelType == ChannelType::Switch) {
+      d.bufferType = c.at("buffer_type").bufferType();
+      Node groups = c.at("rank_groups");
+      size_t ng = groups.array();
+      for (size_t g = 0; g < ng; ++g) {
+        Node gn = groups[g];
+        gn.object();
+        RankGroup rg;
+        rg.size = gn.at("size").u32();
+        rg.ranks = gn.at("ranks").u32List();
+        d.rankGroups.push_back(std::move(rg));
+      }
+    } else if (d.channelType != ChannelType::None) {
+      d.connectedTo = c.at("connected_to").u32List();
+    }
+    gpu.channels.push_back(std::move(d));
+  }
+
+  Node rbs = n.at("remote_buffers");
+  size_t nrb = rbs.array();
+  for (size_t i = 0; i < nrb; ++i) {
+    Node r = rbs[i];
+    r.object();
+    RemoteBuffer rb;
+    rb.rank = r.at("rank").u32();
+    rb.type = r.at("type").bufferType();
+    Node access = r.at("access_channel_types");
+    size_t na = access.array();
+    for (size_t a = 0; a < na; ++a)
+      rb.accessChannelTypes.push_back(access[a].channelType());
+    gpu.remoteBuffers.push_back(std::move(rb));
+  }
+
+  if (auto sems = n.find("semaphores")) {
+    size_t ns = sems->array();
+    for (size_t i = 0; i < ns; ++i) {
+      Node s = (*sems)[i];
+      s.object();
+      gpu.semaphores.push_back(Semaphore{s.at("init_value").i32()});
+    }
+  }
+  return gpu;
+}
+
+} // namespace
+
+Plan fromJson(const nlohmann::json &json) {
+  Node root{json, ""};
+  root.object();
+  Plan plan;
+  Node name = root.at("name");
+  if (!name.v.is_null())
+    plan.name = name.str();
+  plan.collective = root.at("collective").str();
+  plan.protocol = root.at("protocol").str();
+  plan.inplace = root.at("inplace").boolean();
+  if (auto n = root.find("reuse_resources"))
+    plan.reuseResources = n->boolean();
+  if (auto n = root.find("num_threads_per_block"))
+    plan.numThreadsPerBlock = n->u32();
+  if (auto n = root.find("use_double_scratch_buffer"))
+    plan.useDoubleScratchBuffer = n->boolean();
+  if (auto n = root.find("buffer_alignment"))
+    plan.bufferAlignment = n->u64();
+  if (auto n = root.find("min_message_size"))
+    plan.minMessageSize = n->u64();
+  if (auto n = root.find("max_message_size"))
+    plan.maxMessageSize = n->u64();
+  Node gpus = root.at("gpus");
+  size_t ng = gpus.array();
+  plan.gpus.reserve(ng);
+  for (size_t i = 0; i < ng; ++i)
+    plan.gpus.push_back(readGpu(gpus[i]));
+  return plan;
+}
+
+Plan parsePlan(const std::string &text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
+    std::string msg = e.what();
+    auto pos = msg.find("] ");
+    throw PlanError("", "invalid JSON: " + (pos == std::string::npos ? msg : msg.substr(pos + 2)));
+  }
+  return fromJson(j);
+}
+
+Plan readPlanFile(const std::string &filename) {
+  std::ifstream in(filename, std::ios::binary);
+  if (!in)
+    throw PlanError("", "cannot open plan file '" + filename + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parsePlan(ss.str());
+}
+
+} // namespace msccl::plan
