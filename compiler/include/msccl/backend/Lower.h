@@ -1,0 +1,27 @@
+//===- Lower.h - Processed IR -> msccl::plan::Plan --------------------------------------===//
+//
+// Consumes: a ProgramIR after passes::runPipeline (replication applied).
+// Produces: the plan model of runtime/include/msccl/plan/Plan.h, which PlanJson.h writes with the
+// DSL's key order. Numbering and ordering follow dsl-semantics.md §6.6, optional fields §6.7:
+// memory `put`-family ops carry no channel_ids, port ones do; get carries channel_ids; reductions
+// carry no channel ids and no channel_type when purely local; gstore's src carries its rank; glre
+// has its own fields; glres writes the source index into dst_buff (Python bug, copied for parity).
+//
+// Mirrors: the to_dict methods of internal/{operations,threadblock,gpu}.py and program.py to_json.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/ir/IR.h"
+#include "msccl/passes/Pipeline.h"
+#include "msccl/plan/Plan.h"
+
+namespace msccl::backend {
+
+/// Lower a processed program. Throws ir::DslError when a value does not fit the plan model
+/// (e.g. a negative chunk index).
+plan::Plan lowerToPlan(const ir::ProgramIR &ir);
+/// Convenience: runPipeline(program.ir(), opts) then lowerToPlan. Does not change `program`.
+plan::Plan compile(const ir::Program &program, const passes::PipelineOptions &opts = {});
+
+} // namespace msccl::backend

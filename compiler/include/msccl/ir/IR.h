@@ -1,0 +1,175 @@
+//===- IR.h - The compiler's program model: per rank, per threadblock op lists ----------===//
+//
+// The exact image of the Python DSL's internal state (dsl-semantics.md Appendix E): one GpuIR per
+// rank with its threadblocks, each holding an op list plus its tb-local channel and remote-buffer
+// registrations; per GPU the channel declarations, remote-buffer table, switch channels and
+// semaphores; per program the signal/wait counters. Dsl.h builds it; the passes
+// (msccl/passes/*.h) transform it; the backend (msccl/backend/Lower.h) lowers it to plan::Plan.
+//
+// Units: chunk indices/sizes and switch offsets in chunks; pipeline `unit` in bytes. Channel ids
+// inside ops, `bufferId` of remote chunks are tb-local positions; ids in tb tables are GPU-level.
+//
+// Mirrors: internal/{gpu,threadblock,operations,types}.py.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/ir/Dsl.h"
+#include "msccl/ir/PySet.h"
+
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace msccl::ir {
+
+/// Op kinds are the plan's op codes (PlanEnums.def spellings).
+using OpKind = plan::OpType;
+
+/// (buffer kind, index, size) of the executing rank (operations.py LocalChunk).
+struct LocalChunk {
+  BufferType type = BufferType::Input;
+  int64_t index = 0;
+  int64_t size = 0;
+  bool operator==(const LocalChunk &o) const { return type == o.type && index == o.index && size == o.size; }
+  bool operator!=(const LocalChunk &o) const { return !(*this == o); }
+};
+
+/// A chunk of a peer's buffer, reached through the tb-local remote buffer `bufferId` (RemoteChunk).
+struct RemoteChunk {
+  BufferType type = BufferType::Input;
+  int64_t index = 0;
+  int64_t size = 0;
+  uint32_t bufferId = 0;
+  bool operator==(const RemoteChunk &o) const {
+    return type == o.type && index == o.index && size == o.size && bufferId == o.bufferId;
+  }
+};
+
+/// tbg_info {tb_id, tbg_size}.
+struct TbgInfo {
+  uint32_t tbId = 0;
+  uint32_t tbgSize = 0;
+  bool operator==(const TbgInfo &o) const { return tbId == o.tbId && tbgSize == o.tbgSize; }
+  bool operator!=(const TbgInfo &o) const { return !(*this == o); }
+};
+
+/// One operation. Which fields matter depends on `kind`:
+///  * data-sync ops (signal, wait, rlxsignal, rlxwait, flush, sem_acquire, sem_release): dataSync;
+///    signal/wait/flush: syncChannelIds (a CPython-ordered set) + channelType; sem: ids.
+///  * barrier: barrierId, numThreadblocks.
+///  * copy family / get / put family / reductions: localSrc, localDst, localPktDst, remoteSrc,
+///    remoteDst, channelIds (tb-local, kept but emitted only for get and port puts), channelType
+///    (None for purely local reductions), reduceOp, tbg.
+///    JSON src_buff = localSrc ++ remoteSrc; dst_buff = localDst ++ localPktDst ++ remoteDst.
+///  * glre: switchBuffer, bufferOffset, switchSize, userChunk (dst_chunk), channelIds.
+///  * gstore/gstorepkt: userChunk (src), switchBuffer, bufferOffset, switchSize, channelIds.
+///  * glres: switchBuffer, switchSize, srcIndex, dstIndex, channelIds, reduceOp.
+///  * pipeline: unit (bytes), numChunks, ops.
+struct Op {
+  OpKind kind = OpKind::Nop;
+  SyncType dataSync = SyncType::None;
+  ChannelType channelType = ChannelType::None;
+  ReduceOperationType reduceOp = ReduceOperationType::Sum;
+  std::optional<TbgInfo> tbg;
+  PySet syncChannelIds;
+  std::vector<uint32_t> channelIds;
+  std::vector<uint32_t> ids; ///< semaphore ids
+  uint32_t barrierId = 0;
+  uint32_t numThreadblocks = 0;
+  std::vector<LocalChunk> localSrc, localDst, localPktDst;
+  std::vector<RemoteChunk> remoteSrc, remoteDst;
+  BufferType switchBuffer = BufferType::Input;
+  int64_t bufferOffset = 0;
+  int64_t switchSize = 0;
+  Chunk userChunk;
+  std::vector<int64_t> srcIndex, dstIndex;
+  int64_t unit = 0;
+  int64_t numChunks = 0;
+  std::vector<Op> ops;
+};
+
+/// Whether `k` carries a data_sync flag (check_data_sync_op plus the relaxed forms).
+bool isDataSyncOp(OpKind k);
+/// JSON spelling of the op kind.
+std::string_view opKindName(OpKind k);
+
+/// A threadblock's registrations of one channel type: GPU-level ids in order of first use.
+struct TbChannelList {
+  ChannelType type = ChannelType::Memory;
+  std::vector<uint32_t> ids;
+};
+/// A threadblock's remote buffers reached through one access channel type.
+struct TbRemoteBufferList {
+  ChannelType type = ChannelType::Memory;
+  std::vector<uint32_t> ids;
+};
+
+struct ThreadBlockIR {
+  uint32_t id = 0;
+  std::vector<Op> ops;
+  std::vector<TbChannelList> channels;          ///< One per type, in order of first use.
+  std::vector<TbRemoteBufferList> remoteBuffers; ///< One per access type, in order of first use.
+
+  /// Register GPU-level channel `gpuId` of `type`; returns its tb-local position (add_channel).
+  uint32_t addChannel(ChannelType type, uint32_t gpuId);
+  /// Register GPU-level remote buffer `gpuId` for `access`; returns its tb-local position.
+  uint32_t addRemoteBuffer(ChannelType access, uint32_t gpuId);
+
+  // Lookup tables GPU-level id -> tb-local position + 1 (0 = absent), per type
+  // (index: 0 memory, 1 port, 2 switch). Rebuilt by replication.
+  std::vector<uint32_t> channelLocal[3];
+  std::vector<uint32_t> remoteLocal[2];
+};
+
+struct SwitchChannelDecl {
+  BufferType bufferType = BufferType::Input;
+  std::vector<int64_t> ranks;
+};
+
+struct RemoteBufferIR {
+  int64_t rank = 0;
+  BufferType type = BufferType::Input;
+  std::vector<ChannelType> accessChannelTypes; ///< Order of first use (deliberate; Python: set order).
+};
+
+struct GpuIR {
+  uint32_t id = 0;
+  int64_t inputChunks = 0, outputChunks = 0, scratchChunks = 0;
+  std::vector<ThreadBlockIR> threadblocks;
+  std::vector<ChannelType> channelTypeOrder;  ///< memory/port, order of first construction.
+  std::vector<uint32_t> memoryConnectedTo;    ///< dst rank per memory channel id.
+  std::vector<uint32_t> portConnectedTo;      ///< dst rank per port channel id.
+  std::vector<SwitchChannelDecl> switchChannels;
+  std::vector<RemoteBufferIR> remoteBuffers;
+  std::vector<int64_t> semaphores;            ///< init values.
+
+  /// The threadblock `tb`, creating all missing ones 0..tb first.
+  ThreadBlockIR &tb(uint32_t tb);
+  /// Look up or add remote buffer (rank, type); adds `access` to its access types; returns the GPU id.
+  uint32_t addRemoteBuffer(int64_t rank, BufferType type, ChannelType access);
+
+  std::vector<int32_t> remoteLookup; ///< (rank*3 + type) -> id + 1; internal.
+};
+
+/// The whole program state.
+struct ProgramIR {
+  ProgramOptions options;              ///< numRanks resolved.
+  std::vector<GpuIR> gpus;
+  /// (src rank, dst rank, channel type) -> (signals src->dst, waits by dst for src).
+  std::map<std::tuple<int64_t, int64_t, ChannelType>, std::pair<int64_t, int64_t>> signalWait;
+  /// True once the pipeline of passes ran (replication applied).
+  bool processed = false;
+};
+
+/// Text dump of the IR (`mscclc --emit=ir`, `--print-after=PASS`): one line per op, indented
+/// per rank/tb/pipeline, chunk ranges as kind[index:index+size].
+void printIR(std::ostream &os, const ProgramIR &ir);
+std::string printIR(const ProgramIR &ir);
+/// One op on one line (no trailing newline), e.g. "put src=[i[0:1]] dst=[rb0:o[1:2]] ch=memory[0]".
+std::string printOp(const Op &op);
+
+} // namespace msccl::ir

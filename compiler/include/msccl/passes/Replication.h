@@ -1,0 +1,26 @@
+//===- Replication.h - Instance replication (pass "replication") -------------------------===//
+//
+// Consumes: the IR after fusion / sync insertion / dependency analysis.
+// Produces: `instances` copies of every threadblock (§6.5): original tb t becomes tbs t*n+k for
+//   k = 0..n-1 (in that order); tb channel ids c -> c*n+k (memory, port, switch); semaphore and
+//   barrier ids s -> s*n+k; chunk indices per policy (interleaved: i*n + k*size with the chunk's
+//   own size, or the op's size for switch ops; none: unchanged). GPU chunk counts x n; memory/port
+//   connected_to entries, switch channels and semaphores each repeated n times in a row; remote
+//   buffers untouched; op-level channel ids, buffer ids, tbg_info unchanged.
+// Copied for parity: the packet-copy destination of recpkt/recspkt is not shifted (Python's
+//   ReduceOperation.shift_buffers forgets it); signal/wait/flush id sets are rebuilt from their
+//   iteration order (copy.deepcopy rebuilds a set by inserting its elements in order).
+// Deliberate differences: policy none keeps indices (Python crashes); glre/gstore chunks are values
+//   (Python double-shifts a Chunk object shared by two ops).
+// Guarantees: mirrors internal/gpu.py replicate_instances. Linear in the output size.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/ir/IR.h"
+
+namespace msccl::passes {
+
+void replicateInstances(ir::ProgramIR &ir);
+
+} // namespace msccl::passes

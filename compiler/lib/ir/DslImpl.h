@@ -1,0 +1,53 @@
+//===- DslImpl.h - Program::Impl, shared by the Dsl*.cpp files (private) ----------------===//
+#pragma once
+
+#include "msccl/ir/IR.h"
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace msccl::ir {
+
+/// Python's str() of an int list: "[0, 1, 2]".
+std::string pyList(const std::vector<int64_t> &v);
+
+/// One (tb, tbg_info) target of an op (the tb / tb_group rule of §3.2).
+struct TbTarget {
+  uint32_t tb;
+  std::optional<TbgInfo> tbg;
+};
+
+struct Program::Impl {
+  ProgramIR ir;
+
+  struct SwitchRec {
+    std::vector<int64_t> ranks;
+    BufferType bufferType;
+    std::unordered_map<int64_t, uint32_t> idOfRank; ///< Last id wins for duplicated ranks.
+  };
+  std::vector<SwitchRec> switches;
+  /// Per rank: barrier tb list -> barrier id (per program; Python's is process-global).
+  std::vector<std::map<std::vector<int64_t>, uint32_t>> barriers;
+
+  // Pipeline collection (loop.py).
+  bool inPipeline = false;
+  int64_t pipelineUnit = 0, pipelineNumChunks = 0;
+  struct Collected { uint32_t rank; uint32_t tb; Op op; };
+  std::vector<Collected> collected;
+
+  int64_t numRanks() const { return ir.options.numRanks; }
+  GpuIR &gpu(int64_t rank) { return ir.gpus[size_t(rank)]; }
+
+  /// program.py add_operation: to the tb, or to the active pipeline collector.
+  void addOperation(int64_t rank, uint32_t tb, Op op);
+  /// Check a tb id (ours: >= 0 and < 65536).
+  static uint32_t checkTb(int64_t tb);
+  /// The tb / tb_group rule; `valueError` only changes nothing but documents read_put_packets.
+  static std::vector<TbTarget> resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group);
+  void countSignal(int64_t src, int64_t dst, ChannelType t) { ++ir.signalWait[{src, dst, t}].first; }
+  void countWait(int64_t src, int64_t dst, ChannelType t) { ++ir.signalWait[{dst, src, t}].second; }
+};
+
+} // namespace msccl::ir

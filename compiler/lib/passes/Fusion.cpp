@@ -1,0 +1,211 @@
+//===- Fusion.cpp - Instruction fusion, mirror of internal/optimizer.py -----------------===//
+#include "msccl/passes/Fusion.h"
+
+namespace msccl::passes {
+
+using namespace msccl::ir;
+
+namespace {
+bool isNopOrBarrier(const Op &op) { return op.kind == OpKind::Nop || op.kind == OpKind::Barrier; }
+
+void clearBefore(Op &op) { op.dataSync = op.dataSync ^ (SyncType::Before & op.dataSync); }
+void clearAfter(Op &op) { op.dataSync = op.dataSync ^ (SyncType::After & op.dataSync); }
+
+/// The trimming condition a data-sync op on the left applies to its right neighbour.
+bool rightProvidesBefore(const Op &next) {
+  if (isDataSyncOp(next.kind) && has(next.dataSync, SyncType::Before)) return true;
+  if (next.kind == OpKind::Pipeline && has(pipelineDataSync(next), SyncType::Before)) return true;
+  return isNopOrBarrier(next);
+}
+
+bool isPutFamily(OpKind k) {
+  return k == OpKind::Put || k == OpKind::PutPackets || k == OpKind::ReadPutPackets || k == OpKind::PutWithSignal ||
+         k == OpKind::PutWithSignalAndFlush;
+}
+bool isReduceFamily(OpKind k) {
+  switch (k) {
+  case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceSend:
+  case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets: case OpKind::ReadReduce: case OpKind::ReadReduceSend:
+    return true;
+  default:
+    return false;
+  }
+}
+
+template <class T> void append(std::vector<T> &dst, const std::vector<T> &src) { dst.insert(dst.end(), src.begin(), src.end()); }
+
+// ReduceOperation.__add__.
+bool combineReduce(Op &acc, Op &next) {
+  const OpKind a = acc.kind, b = next.kind;
+  if (isReduceFamily(b)) {
+    // F14
+    if ((a == OpKind::Reduce || a == OpKind::ReducePackets || a == OpKind::ReadReduce) && a == b &&
+        acc.localSrc[0] == next.localSrc[0] && acc.localDst == next.localDst && acc.channelType == next.channelType &&
+        acc.reduceOp == next.reduceOp && acc.tbg == next.tbg) {
+      acc.localSrc.insert(acc.localSrc.end(), next.localSrc.begin() + 1, next.localSrc.end());
+      append(acc.remoteSrc, next.remoteSrc);
+      append(acc.channelIds, next.channelIds);
+      acc.localPktDst.clear();
+      acc.remoteDst.clear();
+      return true;
+    }
+    return false;
+  }
+  if (!isPutFamily(b) && b != OpKind::CopyPackets) return false;
+  if (acc.tbg != next.tbg) return false;
+  // F15
+  if ((a == OpKind::Reduce || a == OpKind::ReduceSend || a == OpKind::ReadReduce || a == OpKind::ReadReduceSend) &&
+      b == OpKind::Put && acc.localDst[0] == next.localSrc[0] && next.channelType == ChannelType::Memory) {
+    append(acc.remoteDst, next.remoteDst);
+    acc.localPktDst.clear();
+    acc.channelType = ChannelType::Memory;
+    acc.kind = acc.remoteSrc.empty() ? OpKind::ReduceSend : OpKind::ReadReduceSend;
+    return true;
+  }
+  // F16
+  if ((a == OpKind::ReducePackets || a == OpKind::ReduceSendPackets) && b == OpKind::PutPackets &&
+      acc.localDst[0] == next.localSrc[0] && next.channelType == ChannelType::Memory) {
+    append(acc.remoteDst, next.remoteDst);
+    acc.localPktDst.clear();
+    acc.channelType = ChannelType::Memory;
+    acc.kind = OpKind::ReduceSendPackets;
+    return true;
+  }
+  // F17
+  if (a == OpKind::ReducePackets && b == OpKind::CopyPackets && acc.localDst[0] == next.localSrc[0]) {
+    acc.localPktDst = next.localDst;
+    acc.kind = OpKind::ReduceCopyPackets;
+    return true;
+  }
+  // F18
+  if ((a == OpKind::ReduceCopyPackets || a == OpKind::ReduceCopySendPackets) &&
+      ((b == OpKind::PutPackets && acc.localDst[0] == next.localSrc[0]) ||
+       (b == OpKind::ReadPutPackets && acc.localPktDst[0] == next.localSrc[0])) &&
+      next.channelType == ChannelType::Memory) {
+    append(acc.remoteDst, next.remoteDst);
+    acc.channelType = ChannelType::Memory;
+    acc.kind = OpKind::ReduceCopySendPackets;
+    return true;
+  }
+  return false;
+}
+} // namespace
+
+SyncType pipelineDataSync(const Op &p) {
+  SyncType r = SyncType::None;
+  if (p.ops.empty()) return r;
+  auto check = [](const Op &op, SyncType which) {
+    SyncType s = SyncType::None;
+    if (isNopOrBarrier(op)) s = s | SyncType::Before; // [BUG] also for the last op
+    if (isDataSyncOp(op.kind)) s = s | (which & op.dataSync);
+    return s;
+  };
+  r = r | check(p.ops.front(), SyncType::Before);
+  r = r | check(p.ops.back(), SyncType::After);
+  return r;
+}
+
+bool combineOps(Op &acc, Op &next) {
+  const OpKind a = acc.kind, b = next.kind;
+  switch (a) {
+  case OpKind::Nop: // SyncOperation.__add__
+    if (b == OpKind::Nop) return true;                                    // F1
+    if (b == OpKind::Barrier) { acc = std::move(next); return true; }     // F2
+    if (b == OpKind::Pipeline && has(pipelineDataSync(next), SyncType::Before)) {
+      acc = std::move(next);                                              // F3 (inner ops stay unfused)
+      return true;
+    }
+    if (isDataSyncOp(b)) clearBefore(next);
+    return false;
+  case OpKind::Barrier:
+    if (isDataSyncOp(b)) { clearBefore(next); return false; }
+    return b == OpKind::Nop;                                              // F4
+  case OpKind::Pipeline: {
+    bool after = has(pipelineDataSync(acc), SyncType::After);
+    if (after && isDataSyncOp(b)) { clearBefore(next); return false; }
+    return after && b == OpKind::Nop;                                     // F5
+  }
+  case OpKind::SemAcquire: case OpKind::SemRelease:
+    if (b == a) {                                                          // F6, F7
+      append(acc.ids, next.ids);
+      acc.dataSync = acc.dataSync | next.dataSync;
+      return true;
+    }
+    if (rightProvidesBefore(next)) clearAfter(acc);
+    return false;
+  case OpKind::Signal: case OpKind::RelaxedSignal: case OpKind::Wait: case OpKind::RelaxedWait:
+    if (b == a && acc.channelType == next.channelType && !acc.syncChannelIds.intersects(next.syncChannelIds)) { // F8, F9
+      acc.syncChannelIds = PySet::unionOf(acc.syncChannelIds, next.syncChannelIds);
+      acc.dataSync = acc.dataSync | next.dataSync;
+      return true;
+    }
+    if (rightProvidesBefore(next)) clearAfter(acc);
+    return false;
+  case OpKind::Flush:
+    if (b == OpKind::Flush && acc.channelType == next.channelType) {      // F10
+      acc.syncChannelIds = PySet::unionOf(acc.syncChannelIds, next.syncChannelIds);
+      acc.dataSync = acc.dataSync | next.dataSync;
+      return true;
+    }
+    if (rightProvidesBefore(next)) clearAfter(acc);
+    return false;
+  case OpKind::Get:                                                       // F11
+    if (b == OpKind::Get && acc.remoteSrc[0].size == next.remoteSrc[0].size && acc.channelType == next.channelType &&
+        acc.tbg == next.tbg) {
+      append(acc.remoteSrc, next.remoteSrc);
+      append(acc.localDst, next.localDst);
+      append(acc.channelIds, next.channelIds);
+      return true;
+    }
+    return false;
+  case OpKind::Put: case OpKind::PutPackets: case OpKind::PutWithSignal: case OpKind::PutWithSignalAndFlush: // F12
+    if (b == a && acc.localSrc[0].size == next.localSrc[0].size && acc.channelType == next.channelType && acc.tbg == next.tbg) {
+      append(acc.localSrc, next.localSrc);
+      append(acc.remoteDst, next.remoteDst);
+      append(acc.channelIds, next.channelIds);
+      return true;
+    }
+    return false;
+  case OpKind::ReadPutPackets:                                            // F13
+    if (b == a && acc.localSrc == next.localSrc && acc.channelType == next.channelType && acc.tbg == next.tbg) {
+      append(acc.remoteDst, next.remoteDst);
+      append(acc.channelIds, next.channelIds);
+      return true;
+    }
+    return false;
+  case OpKind::MultiLoadReduce:                                           // F19
+    if (b == OpKind::MultiStore && acc.switchBuffer == next.switchBuffer && acc.switchSize == next.switchSize &&
+        acc.userChunk == next.userChunk && acc.channelIds == next.channelIds && acc.channelType == next.channelType) {
+      acc.kind = OpKind::MultiLoadReduceStore;
+      acc.srcIndex = {acc.bufferOffset};
+      acc.dstIndex = {next.bufferOffset};
+      return true;
+    }
+    return false;
+  default:
+    if (isReduceFamily(a)) return combineReduce(acc, next);
+    return false; // copy, cpkt, upkt, gstore, gstorepkt, glres
+  }
+}
+
+void fuseOperations(std::vector<Op> &ops) {
+  std::vector<Op> out;
+  out.reserve(ops.size());
+  size_t i = 0, n = ops.size();
+  while (i < n) {
+    Op cur = std::move(ops[i]);
+    if (cur.kind == OpKind::Pipeline) fuseOperations(cur.ops);
+    size_t j = i + 1;
+    while (j < n && combineOps(cur, ops[j])) ++j;
+    out.push_back(std::move(cur));
+    i = j;
+  }
+  ops = std::move(out);
+}
+
+void fuseProgram(ProgramIR &ir) {
+  for (auto &g : ir.gpus)
+    for (auto &tb : g.threadblocks) fuseOperations(tb.ops);
+}
+
+} // namespace msccl::passes
