@@ -66,6 +66,9 @@ TEST_CASE("every golden plan round-trips byte for byte", "[plan][golden]") {
     std::string text = slurp(p);
     Plan plan = parsePlan(text);
     CHECK(writePlan(plan) == text);
+    std::ostringstream streamed;
+    writePlan(streamed, plan);
+    CHECK(streamed.str() == text);
     // Reading what we wrote gives an equal model, and the compact form is the same value.
     CHECK(parsePlan(writePlan(plan, -1)) == plan);
     CHECK(toJson(plan) == nlohmann::ordered_json::parse(text));

@@ -27,9 +27,20 @@ namespace {
 
 class Writer {
 public:
-  explicit Writer(int indent) : indent_(indent) { out_.reserve(1 << 16); }
+  explicit Writer(int indent, std::ostream *sink = nullptr) : indent_(indent), sink_(sink) {
+    out_.reserve(1 << 17);
+  }
 
   std::string take() { return std::move(out_); }
+  /// The final newline after the top-level value (what Python's print adds).
+  void newlineAtEnd() { out_ += '\n'; }
+  /// With a sink: hands the text written so far to it once it exceeds 64 KiB (or always).
+  void flush(bool force = false) {
+    if (sink_ && (force || out_.size() >= (1 << 16))) {
+      sink_->write(out_.data(), std::streamsize(out_.size()));
+      out_.clear();
+    }
+  }
 
   void beginObject() { open('{'); }
   void endObject() { close('}'); }
@@ -119,6 +130,7 @@ private:
   std::string out_;
   std::vector<Level> stack_;
   int indent_;
+  std::ostream *sink_;
   bool pendingValue_ = false;
 };
 
@@ -255,8 +267,10 @@ void writeThreadblock(Writer &w, const Threadblock &tb) {
   w.member("id", uint64_t(tb.id));
   w.key("ops");
   w.beginArray();
-  for (const Op &op : tb.ops)
+  for (const Op &op : tb.ops) {
     writeOp(w, op);
+    w.flush();
+  }
   w.endArray();
   w.key("channels");
   w.beginArray();
@@ -340,8 +354,9 @@ void writeGpu(Writer &w, const Gpu &gpu) {
 
 } // namespace
 
-std::string writePlan(const Plan &plan, int indent) {
-  Writer w(indent);
+namespace {
+
+void writeHeader(Writer &w, const Plan &plan) {
   w.beginObject();
   w.key("name");
   if (plan.name)
@@ -354,8 +369,9 @@ std::string writePlan(const Plan &plan, int indent) {
   w.member("reuse_resources", plan.reuseResources);
   w.key("gpus");
   w.beginArray();
-  for (const Gpu &gpu : plan.gpus)
-    writeGpu(w, gpu);
+}
+
+void writeFooter(Writer &w, const Plan &plan) {
   w.endArray();
   w.member("num_threads_per_block", uint64_t(plan.numThreadsPerBlock));
   w.member("use_double_scratch_buffer", plan.useDoubleScratchBuffer);
@@ -363,12 +379,52 @@ std::string writePlan(const Plan &plan, int indent) {
   w.member("min_message_size", plan.minMessageSize);
   w.member("max_message_size", plan.maxMessageSize);
   w.endObject();
-  std::string text = w.take();
-  text += '\n';
-  return text;
 }
 
-void writePlan(std::ostream &os, const Plan &plan, int indent) { os << writePlan(plan, indent); }
+} // namespace
+
+struct PlanStreamWriter::Impl {
+  Impl(std::ostream &os, int indent) : w(indent, &os) {}
+  Writer w;
+  Plan meta;
+};
+
+PlanStreamWriter::PlanStreamWriter(std::ostream &os, const Plan &meta, int indent)
+    : impl_(std::make_unique<Impl>(os, indent)) {
+  impl_->meta = meta;
+  impl_->meta.gpus.clear();
+  writeHeader(impl_->w, impl_->meta);
+}
+
+PlanStreamWriter::~PlanStreamWriter() = default;
+
+void PlanStreamWriter::gpu(const Gpu &gpu) {
+  writeGpu(impl_->w, gpu);
+  impl_->w.flush();
+}
+
+void PlanStreamWriter::finish() {
+  writeFooter(impl_->w, impl_->meta);
+  impl_->w.newlineAtEnd();
+  impl_->w.flush(true);
+}
+
+std::string writePlan(const Plan &plan, int indent) {
+  Writer w(indent);
+  writeHeader(w, plan);
+  for (const Gpu &gpu : plan.gpus)
+    writeGpu(w, gpu);
+  writeFooter(w, plan);
+  w.newlineAtEnd();
+  return w.take();
+}
+
+void writePlan(std::ostream &os, const Plan &plan, int indent) {
+  PlanStreamWriter writer(os, plan, indent);
+  for (const Gpu &gpu : plan.gpus)
+    writer.gpu(gpu);
+  writer.finish();
+}
 
 nlohmann::ordered_json toJson(const Plan &plan) { return nlohmann::ordered_json::parse(writePlan(plan, -1)); }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iosfwd>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -42,6 +43,24 @@ nlohmann::ordered_json toJson(const Plan &plan);
 /// gives compact output. A final newline is appended.
 std::string writePlan(const Plan &plan, int indent = 2);
 void writePlan(std::ostream &os, const Plan &plan, int indent = 2);
+
+/// Streams a plan gpu by gpu, so that a producer never holds more than one gpu of the plan:
+/// construct with the plan's top-level fields (`meta.gpus` is ignored), call gpu() for each rank
+/// in order, then finish(). The text is the same as writePlan's. Text is handed to `os` in
+/// pieces of about 64 KiB.
+class PlanStreamWriter {
+public:
+  PlanStreamWriter(std::ostream &os, const Plan &meta, int indent = 2);
+  ~PlanStreamWriter();
+  PlanStreamWriter(const PlanStreamWriter &) = delete;
+  PlanStreamWriter &operator=(const PlanStreamWriter &) = delete;
+  void gpu(const Gpu &gpu);
+  void finish();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// JSON value -> Plan. Throws PlanError naming the JSON path of the first problem.
 Plan fromJson(const nlohmann::json &json);
