@@ -1,0 +1,54 @@
+//===- CudaExecutor.h - The CUDA backend of the executor interface -----------------------===//
+//
+// Runs an MSCCL++ execution plan on NVIDIA GPUs through the backend-neutral interface of
+// msccl/runtime/Executor.h (allocate/upload/download/execute). Plain C++: no CUDA header is
+// needed to use it.
+//
+// Placement of ranks (one process drives everything):
+//   OneRankPerGpu  rank r runs on GPU r; memory channels are peer pointers (peer access is
+//                  enabled between all pairs); buffers that are not on a rank's GPU are staged.
+//   VirtualRanks   every rank on GPU 0 with its own buffers, all threadblocks of all ranks in
+//                  one launch; refused up front (ExecutionError Unsupported) when they cannot
+//                  all be resident at once, since threadblocks of different ranks wait on each
+//                  other.
+//   Auto           OneRankPerGpu when there are at least as many GPUs as ranks and every pair
+//                  has peer access, else VirtualRanks.
+// Channels: memory = peer loads/stores + device-memory semaphores (release/acquire, relaxed
+// forms without ordering); port = a host proxy thread fed by a device-to-host FIFO that
+// performs cudaMemcpyAsync copies and signals (flush waits for completion); switch = emulated
+// with peer loads/stores over every group member's buffer (no NVLS multicast objects are
+// created; the description says so).
+//
+// Registry names (registerCudaExecutor in Executor.h): "cuda" (Auto), "cuda-virtual",
+// "cuda-gpus". Creating one without a usable GPU or driver throws ExecutionError(Unsupported)
+// with the CUDA runtime's reason.
+//
+// Mirrors: mscclpp src/core/executor/executor.cc (context setup, launch) and
+// src/core/port_channel.cc (proxy).
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/runtime/Executor.h"
+
+#include <memory>
+#include <string>
+
+namespace msccl::cuda {
+
+enum class Placement { Auto, VirtualRanks, OneRankPerGpu };
+
+struct CudaOptions {
+  Placement placement = Placement::Auto;
+  /// Seconds one device-side wait may spin before the launch is abandoned and reported as a
+  /// deadlock (0 = forever). The environment variable MSCCL_CUDA_TIMEOUT overrides it.
+  double waitTimeoutSeconds = 30;
+};
+
+/// Whether a CUDA device and driver are usable; otherwise `why` (if given) gets the reason.
+bool cudaUsable(std::string *why = nullptr);
+
+/// Creates the CUDA executor. Throws runtime::ExecutionError(Unsupported) without a GPU/driver.
+std::unique_ptr<runtime::Executor> makeCudaExecutor(const CudaOptions &options = {});
+
+} // namespace msccl::cuda

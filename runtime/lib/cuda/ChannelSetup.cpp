@@ -1,0 +1,295 @@
+//===- ChannelSetup.cpp - Device state of one (plan, sizes, placement) ------------------===//
+//
+// See CudaContext.h. Allocation, channel wiring (memory channels to the paired peer
+// channel's inbound counter, port channels to the proxy), semaphores, the co-residency check,
+// and per-call binding of user buffers.
+//
+//===------------------------------------------------------------------------------------===//
+#include "CudaContext.h"
+#include "KernelLaunch.h"
+
+#include <cstring>
+#include <map>
+
+namespace msccl::cuda::detail {
+
+using runtime::ErrorKind;
+using runtime::ExecutionError;
+
+constexpr uint32_t kFifoCapacity = 512;
+
+void check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError(); // clear a sticky launch error where possible
+    throw ExecutionError(ErrorKind::Backend, std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+
+Allocations::~Allocations() {
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+    if (it->host) cudaFreeHost(it->ptr);
+    else {
+      cudaSetDevice(it->dev);
+      cudaFree(it->ptr);
+    }
+  }
+}
+
+void *Allocations::device(int dev, size_t bytes) {
+  void *p = nullptr;
+  check(cudaSetDevice(dev), "cudaSetDevice");
+  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc");
+  blocks_.push_back({dev, p, false});
+  check(cudaMemset(p, 0, bytes ? bytes : 16), "cudaMemset");
+  return p;
+}
+
+void *Allocations::hostMapped(size_t bytes) {
+  void *p = nullptr;
+  check(cudaHostAlloc(&p, bytes ? bytes : 16, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+  blocks_.push_back({0, p, true});
+  std::memset(p, 0, bytes ? bytes : 16);
+  return p;
+}
+
+Context::~Context() {
+  proxy.stop();
+  for (GpuState &g : gpus) {
+    cudaSetDevice(g.device);
+    if (g.stream) {
+      cudaStreamSynchronize(g.stream);
+      cudaStreamDestroy(g.stream);
+    }
+    if (g.done) cudaEventDestroy(g.done);
+  }
+  for (ProxyRank &p : proxyRanks)
+    if (p.stream) {
+      cudaSetDevice(p.device);
+      cudaStreamDestroy(p.stream);
+    }
+}
+
+namespace {
+
+template <class T> void toDevice(T *dst, const std::vector<T> &src) {
+  if (!src.empty()) check(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (plan to device)");
+}
+
+uint64_t opsPerLaunch(const LoweredRank &r) {
+  uint64_t n = 0;
+  for (const DevThreadblock &tb : r.threadblocks)
+    for (uint32_t i = tb.opBegin; i < tb.opBegin + tb.nOps;) {
+      const DevOp &op = r.ops[i];
+      if (op.type == (uint8_t)plan::OpType::Pipeline) {
+        n += 1 + uint64_t(op.nIterations) * op.nInner;
+        i += 1 + op.nInner;
+      } else {
+        ++n;
+        ++i;
+      }
+    }
+  return n;
+}
+
+} // namespace
+
+std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<LoweredRank> lowered, const std::vector<int> &rankDevice) {
+  auto ctx = std::make_unique<Context>();
+  Context &c = *ctx;
+  c.resolved = runtime::resolvePlan(plan);
+  const size_t nr = plan.gpus.size();
+  c.ranks.resize(nr);
+  Allocations &A = c.memory;
+
+  for (size_t r = 0; r < nr; ++r) {
+    RankState &s = c.ranks[r];
+    s.device = rankDevice[r];
+    s.lowered = std::move(lowered[r]);
+    const LoweredRank &L = s.lowered;
+    const int d = s.device;
+    c.opsPerLaunch += opsPerLaunch(L);
+    s.scratch = L.scratchBytes ? static_cast<char *>(A.device(d, L.scratchBytes)) : nullptr;
+    s.ops = A.deviceArray<DevOp>(d, L.ops.size());
+    toDevice(s.ops, L.ops);
+    s.entries = A.deviceArray<DevEntry>(d, L.entries.size());
+    toDevice(s.entries, L.entries);
+    s.remoteBases = A.deviceArray<char *>(d, L.numRemoteBuffers);
+    s.remoteTypes = A.deviceArray<uint8_t>(d, L.numRemoteBuffers);
+    s.memoryChannels = A.deviceArray<DevMemoryChannel>(d, L.numMemoryChannels);
+    s.portChannels = A.deviceArray<DevPortChannel>(d, L.numPortChannels);
+    s.switchChannels = A.deviceArray<DevSwitchChannel>(d, L.numSwitchChannels);
+    std::vector<int32_t> init;
+    for (const plan::Semaphore &sem : plan.gpus[r].semaphores) init.push_back(sem.initValue);
+    s.semaphores = A.deviceArray<int32_t>(d, init.size());
+    toDevice(s.semaphores, init);
+    s.barrierCounters = A.deviceArray<uint64_t>(d, kMaxBarriers);
+    s.memoryInbound = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
+    s.memoryExpected = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
+    s.sink = A.deviceArray<uint64_t>(d, 1);
+    s.portInbound = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t) * (L.numPortChannels + 1)));
+    s.portExpected = A.deviceArray<uint64_t>(d, L.numPortChannels);
+    if (L.numPortChannels) {
+      c.usesPort = true;
+      s.fifo.slots = static_cast<DevProxyRequest *>(A.hostMapped(sizeof(DevProxyRequest) * kFifoCapacity));
+      s.fifo.completed = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t)));
+      s.fifo.head = A.deviceArray<uint64_t>(d, 1);
+      s.fifo.capacity = kFifoCapacity;
+    }
+    for (const plan::RemoteBuffer &rb : plan.gpus[r].remoteBuffers) {
+      s.remoteOwner.push_back(rb.rank);
+      s.remoteType.push_back(rb.type);
+    }
+    std::vector<uint8_t> types(s.remoteType.size());
+    for (size_t g = 0; g < types.size(); ++g) types[g] = (uint8_t)s.remoteType[g];
+    toDevice(s.remoteTypes, types);
+  }
+
+  // Channel wiring: a signal adds to the paired peer channel's inbound counter.
+  for (size_t r = 0; r < nr; ++r) {
+    RankState &s = c.ranks[r];
+    const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
+    std::vector<DevMemoryChannel> mem(rg.memoryChannels.size());
+    for (size_t p = 0; p < mem.size(); ++p) {
+      const runtime::ResolvedChannel &ch = rg.memoryChannels[p];
+      mem[p].outbound = ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].memoryInbound + ch.peerChannel : s.sink;
+      mem[p].inbound = s.memoryInbound + p;
+      mem[p].expected = s.memoryExpected + p;
+    }
+    toDevice(s.memoryChannels, mem);
+    std::vector<DevPortChannel> port(rg.portChannels.size());
+    for (size_t p = 0; p < port.size(); ++p) {
+      void *dp = nullptr;
+      check(cudaHostGetDevicePointer(&dp, s.portInbound + p, 0), "cudaHostGetDevicePointer");
+      port[p].inbound = static_cast<uint64_t *>(dp);
+      port[p].expected = s.portExpected + p;
+    }
+    toDevice(s.portChannels, port);
+    if (s.fifo.slots) { // the kernel uses device views of the mapped FIFO
+      void *dp = nullptr;
+      check(cudaHostGetDevicePointer(&dp, s.fifo.slots, 0), "cudaHostGetDevicePointer");
+      s.fifo.slots = static_cast<DevProxyRequest *>(dp);
+      check(cudaHostGetDevicePointer(&dp, s.fifo.completed, 0), "cudaHostGetDevicePointer");
+      s.fifo.completed = static_cast<uint64_t *>(dp);
+    }
+  }
+
+  // Proxy: one entry per rank (host views; UVA makes host and device views of mapped memory equal).
+  if (c.usesPort) {
+    c.proxyRanks.resize(nr);
+    for (size_t r = 0; r < nr; ++r) {
+      RankState &s = c.ranks[r];
+      ProxyRank &p = c.proxyRanks[r];
+      p.device = s.device;
+      check(cudaSetDevice(s.device), "cudaSetDevice");
+      check(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking), "cudaStreamCreate (proxy)");
+      p.slots = s.fifo.slots;
+      p.completed = s.fifo.completed;
+      p.capacity = s.fifo.capacity;
+      const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
+      for (const runtime::ResolvedChannel &ch : rg.portChannels)
+        p.flagTargets.push_back(ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].portInbound + ch.peerChannel
+                                                                      : s.portInbound + s.lowered.numPortChannels);
+    }
+  }
+
+  // GPUs: ranks grouped by device, one launch each.
+  std::map<int, std::vector<uint32_t>> byDevice;
+  for (size_t r = 0; r < nr; ++r) byDevice[c.ranks[r].device].push_back(r);
+  for (auto &[dev, ranks] : byDevice) {
+    GpuState g;
+    g.device = dev;
+    g.ranks = ranks;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    std::vector<DevThreadblock> tbs;
+    for (size_t slot = 0; slot < ranks.size(); ++slot)
+      for (DevThreadblock tb : c.ranks[ranks[slot]].lowered.threadblocks) {
+        tb.rankSlot = slot;
+        tbs.push_back(tb);
+      }
+    g.numBlocks = tbs.size();
+    const unsigned threads = plan.numThreadsPerBlock;
+    int perSm = 0;
+    check(planKernelBlocksPerSm(threads, &perSm), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+    const uint64_t resident = uint64_t(perSm) * prop.multiProcessorCount;
+    if (g.numBlocks > resident)
+      throw ExecutionError(ErrorKind::Unsupported,
+                           "cuda: " + std::to_string(ranks.size()) + " rank(s) on GPU " + std::to_string(dev) + " (" + prop.name +
+                               ") need " + std::to_string(g.numBlocks) + " co-resident threadblocks of " + std::to_string(threads) +
+                               " threads, but at most " + std::to_string(resident) + " (" + std::to_string(perSm) + " per SM x " +
+                               std::to_string(prop.multiProcessorCount) + " SMs) fit; threadblocks wait on each other, so the plan "
+                               "cannot run with these ranks on one GPU");
+    g.threadblocks = A.deviceArray<DevThreadblock>(dev, tbs.size());
+    toDevice(g.threadblocks, tbs);
+    g.rankContexts = A.deviceArray<DevRankContext>(dev, ranks.size());
+    g.abort = A.deviceArray<DevAbort>(dev, 1);
+    check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming), "cudaEventCreate");
+    c.gpus.push_back(g);
+  }
+  return ctx;
+}
+
+void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector<char *> &output) {
+  const size_t nr = c.ranks.size();
+  for (size_t r = 0; r < nr; ++r) {
+    c.ranks[r].input = input[r];
+    c.ranks[r].output = output[r];
+  }
+  auto bufferOf = [&](uint32_t rank, plan::BufferType t) -> char * {
+    const RankState &s = c.ranks[rank];
+    return t == plan::BufferType::Input ? s.input : t == plan::BufferType::Output ? s.output : s.scratch;
+  };
+  for (size_t r = 0; r < nr; ++r) {
+    RankState &s = c.ranks[r];
+    std::vector<char *> remote(s.remoteOwner.size());
+    for (size_t g = 0; g < remote.size(); ++g) remote[g] = bufferOf(s.remoteOwner[g], s.remoteType[g]);
+    check(cudaSetDevice(s.device), "cudaSetDevice");
+    toDevice(s.remoteBases, remote);
+    std::vector<DevSwitchChannel> sw;
+    for (const runtime::ResolvedSwitch &rs : c.resolved.gpus[r].switchChannels) {
+      DevSwitchChannel d;
+      d.nMembers = rs.ranks.size();
+      d.bufferType = (uint32_t)rs.bufferType;
+      for (size_t m = 0; m < rs.ranks.size() && m < kMaxSwitchMembers; ++m) d.bases[m] = bufferOf(rs.ranks[m], rs.bufferType);
+      sw.push_back(d);
+    }
+    toDevice(s.switchChannels, sw);
+    if (c.usesPort) {
+      ProxyRank &p = c.proxyRanks[r];
+      p.local[0] = s.input;
+      p.local[1] = s.output;
+      p.local[2] = s.scratch;
+      p.remoteBases = remote;
+    }
+  }
+  for (GpuState &g : c.gpus) {
+    std::vector<DevRankContext> rcs;
+    for (uint32_t r : g.ranks) {
+      const RankState &s = c.ranks[r];
+      DevRankContext rc;
+      rc.ops = s.ops;
+      rc.entries = s.entries;
+      rc.input = s.input;
+      rc.output = s.output;
+      rc.scratch = s.scratch;
+      rc.scratchHalf = s.lowered.scratchHalf;
+      rc.remoteBases = s.remoteBases;
+      rc.remoteTypes = s.remoteTypes;
+      rc.memoryChannels = s.memoryChannels;
+      rc.portChannels = s.portChannels;
+      rc.switchChannels = s.switchChannels;
+      rc.semaphores = s.semaphores;
+      rc.barrierCounters = s.barrierCounters;
+      rc.fifo = s.fifo;
+      rc.rank = r;
+      rcs.push_back(rc);
+    }
+    check(cudaSetDevice(g.device), "cudaSetDevice");
+    toDevice(g.rankContexts, rcs);
+  }
+  if (c.usesPort && !c.proxy.running()) c.proxy.start(&c.proxyRanks);
+}
+
+} // namespace msccl::cuda::detail

@@ -1,0 +1,113 @@
+//===- CudaContext.h - Device state of one (plan, sizes, placement) ----------------------===//
+//
+// buildContext consumes the lowered ranks (Lowering.h), the resolved plan (channel pairing)
+// and a rank -> GPU placement; it produces a Context holding, per rank, the scratch buffer,
+// semaphores (initialised once to their init_value), barrier counters, channel counters, the
+// port FIFO and the device copies of the ops and entries, and per GPU the stream, the
+// threadblock table and the abort record. Counters persist across the launches of the context
+// (every plan leaves them balanced); an abandoned launch discards the context.
+// bindBuffers then points the context at one execute call's user buffers: peer base tables,
+// switch member tables and DevRankContexts are rewritten (small host-to-device copies).
+//
+// Mirrors: mscclpp src/core/executor/executor.cc (setupConnections, setupChannels,
+// setupRegisteredMemories, setupDeviceSemaphores, setupDeviceExecutionPlan).
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "PortProxy.h"
+
+#include "msccl/cuda/Lowering.h"
+#include "msccl/runtime/Executor.h"
+#include "msccl/runtime/Resolve.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msccl::cuda::detail {
+
+/// Throws runtime::ExecutionError(Backend) naming `what` when `e` is an error.
+void check(cudaError_t e, const char *what);
+
+/// Device or host-mapped allocations freed with the context.
+class Allocations {
+public:
+  ~Allocations();
+  void *device(int dev, size_t bytes);      ///< zero-filled device memory on `dev`
+  void *hostMapped(size_t bytes);           ///< zero-filled pinned, mapped, portable host memory
+  template <class T> T *deviceArray(int dev, size_t n) { return static_cast<T *>(device(dev, n ? n * sizeof(T) : sizeof(T))); }
+
+private:
+  struct Block { int dev; void *ptr; bool host; };
+  std::vector<Block> blocks_;
+};
+
+struct RankState {
+  int device = 0;
+  LoweredRank lowered;
+  char *scratch = nullptr;
+  // Device arrays.
+  DevOp *ops = nullptr;
+  DevEntry *entries = nullptr;
+  char **remoteBases = nullptr;
+  uint8_t *remoteTypes = nullptr;
+  DevMemoryChannel *memoryChannels = nullptr;
+  DevPortChannel *portChannels = nullptr;
+  DevSwitchChannel *switchChannels = nullptr;
+  int32_t *semaphores = nullptr;
+  uint64_t *barrierCounters = nullptr;
+  uint64_t *memoryInbound = nullptr, *memoryExpected = nullptr, *sink = nullptr;
+  uint64_t *portInbound = nullptr; ///< host-mapped
+  uint64_t *portExpected = nullptr;
+  DevFifo fifo;
+  // Host views.
+  std::vector<uint32_t> remoteOwner;       ///< by remote buffer id
+  std::vector<plan::BufferType> remoteType;
+  // Buffers of the current call (device pointers on this rank's GPU, possibly staged).
+  char *input = nullptr, *output = nullptr;
+};
+
+struct GpuState {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;
+  std::vector<uint32_t> ranks;
+  DevThreadblock *threadblocks = nullptr;
+  unsigned numBlocks = 0;
+  DevRankContext *rankContexts = nullptr; ///< one per rank of `ranks`, in that order
+  DevAbort *abort = nullptr;
+};
+
+struct Context {
+  // Key.
+  const plan::Plan *plan = nullptr;
+  uint64_t inputBytes = 0, outputBytes = 0;
+  plan::ReduceOp reduceOp = plan::ReduceOp::Sum;
+  bool oneRankPerGpu = false;
+
+  runtime::ResolvedPlan resolved;
+  std::vector<RankState> ranks;
+  std::vector<GpuState> gpus;
+  std::vector<ProxyRank> proxyRanks;
+  PortProxy proxy;
+  bool usesPort = false;
+  uint32_t flag = 0; ///< F of the last launch
+  uint64_t opsPerLaunch = 0;
+  Allocations memory;
+
+  ~Context();
+};
+
+/// Builds the context (see the file comment). `rankDevice[r]` is rank r's GPU. Throws
+/// runtime::ExecutionError: Unsupported when the threadblocks of a GPU cannot be co-resident,
+/// Backend on CUDA errors.
+std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<LoweredRank> lowered,
+                                      const std::vector<int> &rankDevice);
+
+/// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU).
+void bindBuffers(Context &ctx, const std::vector<char *> &input, const std::vector<char *> &output);
+
+} // namespace msccl::cuda::detail

@@ -1,0 +1,305 @@
+//===- CudaExecutor.cpp - The CUDA backend of the executor interface --------------------===//
+//
+// Consumes ExecuteRequests (msccl/runtime/Executor.h); produces launches of the interpreter
+// kernel (Kernel.cu) over a cached Context (CudaContext.h) and reports ExecutionErrors:
+// InvalidPlan/InvalidSize from validation and lowering, Unsupported for placements that cannot
+// run, Deadlock when a device-side wait timed out, Backend for CUDA errors.
+// One execute = (warmup + iterations) launches; every launch advances the LL flag F and with
+// it the double-scratch half; with several GPUs each launch waits (on the device) for the
+// previous launch of every GPU, so a fast rank never overwrites packets a slow rank still reads.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/cuda/CudaExecutor.h"
+
+#include "CudaContext.h"
+#include "KernelLaunch.h"
+
+#include "msccl/runtime/PlanValidate.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+namespace msccl::cuda {
+
+using runtime::ErrorKind;
+using runtime::ExecutionError;
+using namespace detail;
+
+bool cudaUsable(std::string *why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why) *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e) + " (no NVIDIA driver or GPU?)";
+    return false;
+  }
+  if (n == 0) {
+    if (why) *why = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// A user buffer staged on a rank's GPU (OneRankPerGpu with buffers elsewhere).
+struct Staging {
+  char *user = nullptr, *device = nullptr;
+  size_t bytes = 0;
+};
+
+class CudaExecutor final : public runtime::Executor {
+public:
+  explicit CudaExecutor(const CudaOptions &o) : options_(o) {
+    std::string why;
+    if (!cudaUsable(&why)) throw ExecutionError(ErrorKind::Unsupported, "cuda backend unavailable: " + why);
+    check(cudaGetDeviceCount(&numDevices_), "cudaGetDeviceCount");
+    if (const char *t = std::getenv("MSCCL_CUDA_TIMEOUT")) options_.waitTimeoutSeconds = std::atof(t);
+  }
+
+  std::string_view name() const override {
+    return options_.placement == Placement::VirtualRanks ? "cuda-virtual"
+           : options_.placement == Placement::OneRankPerGpu ? "cuda-gpus" : "cuda";
+  }
+
+  std::string description() const override {
+    cudaDeviceProp p{};
+    cudaGetDeviceProperties(&p, 0);
+    std::ostringstream os;
+    os << "CUDA, " << numDevices_ << " x " << p.name << " (sm_" << p.major << p.minor << "), "
+       << (options_.placement == Placement::VirtualRanks ? "virtual ranks on GPU 0"
+           : options_.placement == Placement::OneRankPerGpu ? "one rank per GPU" : "one rank per GPU if enough, else virtual ranks")
+       << "; switch channels emulated with peer loads/stores";
+    return os.str();
+  }
+
+  runtime::DeviceBuffer allocate(size_t bytes) override {
+    runtime::DeviceBuffer b;
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaMalloc(&b.ptr, bytes ? bytes : 16), "cudaMalloc");
+    check(cudaMemset(b.ptr, 0, bytes ? bytes : 16), "cudaMemset");
+    b.bytes = bytes;
+    return b;
+  }
+  void release(runtime::DeviceBuffer &b) override {
+    if (b.ptr) {
+      // A context may point at this memory: drop it first.
+      context_.reset();
+      cudaFree(b.ptr);
+    }
+    b = {};
+  }
+  void upload(void *dst, const void *src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
+  }
+  void download(void *dst, const void *src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
+  }
+
+  runtime::ExecuteResult execute(const runtime::ExecuteRequest &req) override;
+
+private:
+  bool choosePerGpu(size_t nranks);
+  std::vector<Staging> stage(const runtime::ExecuteRequest &req, std::vector<char *> &in, std::vector<char *> &out);
+  void launch(unsigned count, runtime::PacketType pt, plan::DataType dt);
+  void checkAbort();
+
+  CudaOptions options_;
+  int numDevices_ = 0;
+  std::unique_ptr<Context> context_;
+};
+
+bool CudaExecutor::choosePerGpu(size_t nranks) {
+  if (options_.placement == Placement::VirtualRanks) return false;
+  bool enough = (size_t)numDevices_ >= nranks;
+  bool peers = true;
+  for (size_t a = 0; enough && a < nranks; ++a)
+    for (size_t b = 0; b < nranks; ++b) {
+      int ok = 1;
+      if (a != b && cudaDeviceCanAccessPeer(&ok, (int)a, (int)b) == cudaSuccess && !ok) peers = false;
+    }
+  if (options_.placement == Placement::OneRankPerGpu) {
+    if (!enough)
+      throw ExecutionError(ErrorKind::Unsupported, "cuda-gpus: the plan has " + std::to_string(nranks) + " ranks but only " +
+                                                       std::to_string(numDevices_) + " GPU(s) are visible (use cuda-virtual)");
+    if (!peers) throw ExecutionError(ErrorKind::Unsupported, "cuda-gpus: not every pair of GPUs has peer access");
+    return true;
+  }
+  return enough && peers && nranks > 1;
+}
+
+std::vector<Staging> CudaExecutor::stage(const runtime::ExecuteRequest &req, std::vector<char *> &in, std::vector<char *> &out) {
+  std::vector<Staging> st;
+  for (size_t r = 0; r < in.size(); ++r) {
+    const int dev = context_->ranks[r].device;
+    auto onDevice = [&](const void *p) {
+      cudaPointerAttributes a{};
+      return p == nullptr || (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.device == dev && a.type == cudaMemoryTypeDevice);
+    };
+    if (onDevice(in[r]) && onDevice(out[r])) continue;
+    // One staging buffer over the union of input and output keeps in-place aliasing intact.
+    char *lo = std::min(in[r], out[r]);
+    char *hi = std::max(in[r] + req.inputBytes, out[r] + req.outputBytes);
+    bool overlap = in[r] < out[r] + req.outputBytes && out[r] < in[r] + req.inputBytes;
+    auto one = [&](char *user, size_t bytes) {
+      Staging s;
+      s.user = user;
+      s.bytes = bytes;
+      s.device = static_cast<char *>(context_->memory.device(dev, bytes));
+      check(cudaMemcpy(s.device, s.user, bytes, cudaMemcpyDefault), "cudaMemcpy (staging in)");
+      st.push_back(s);
+      return s.device;
+    };
+    if (overlap) {
+      char *d = one(lo, hi - lo);
+      in[r] = d + (in[r] - lo);
+      out[r] = d + (out[r] - lo);
+    } else {
+      if (req.inputBytes) in[r] = one(in[r], req.inputBytes);
+      if (req.outputBytes) out[r] = one(out[r], req.outputBytes);
+    }
+  }
+  return st;
+}
+
+void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType dt) {
+  Context &c = *context_;
+  const uint64_t timeoutNs = options_.waitTimeoutSeconds > 0 ? uint64_t(options_.waitTimeoutSeconds * 1e9) : 0;
+  for (unsigned it = 0; it < count; ++it) {
+    ++c.flag;
+    if (c.flag == 0) ++c.flag; // zeroed scratch must never match
+    for (GpuState &g : c.gpus) {
+      check(cudaSetDevice(g.device), "cudaSetDevice");
+      if (c.gpus.size() > 1 && c.flag > 1)
+        for (GpuState &o : c.gpus)
+          if (&o != &g) check(cudaStreamWaitEvent(g.stream, o.done, 0), "cudaStreamWaitEvent");
+      DevLaunch L;
+      L.threadblocks = g.threadblocks;
+      L.ranks = g.rankContexts;
+      L.abort = g.abort;
+      L.timeoutNs = timeoutNs;
+      L.flag = c.flag;
+      L.packetType = (uint8_t)(pt == runtime::PacketType::LL16 ? PacketType::LL16 : PacketType::LL8);
+      L.dataType = (uint8_t)dt;
+      check(launchPlanKernel(L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream), "kernel launch");
+      check(cudaEventRecord(g.done, g.stream), "cudaEventRecord");
+    }
+  }
+  for (GpuState &g : c.gpus) {
+    check(cudaSetDevice(g.device), "cudaSetDevice");
+    check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize (plan kernel)");
+  }
+  checkAbort();
+}
+
+void CudaExecutor::checkAbort() {
+  Context &c = *context_;
+  std::vector<std::string> diags;
+  for (GpuState &g : c.gpus) {
+    DevAbort a{};
+    check(cudaSetDevice(g.device), "cudaSetDevice");
+    check(cudaMemcpy(&a, g.abort, sizeof a, cudaMemcpyDeviceToHost), "cudaMemcpy (abort record)");
+    if (a.aborted) {
+      std::ostringstream os;
+      os << "rank " << a.rank << " tb " << a.tbId << " op " << a.opIndex << " ("
+         << plan::opName((plan::OpType)a.opType) << "): a wait did not complete within " << options_.waitTimeoutSeconds << " s";
+      diags.push_back(os.str());
+    }
+  }
+  std::string proxyError = c.usesPort ? c.proxy.error() : "";
+  if (!diags.empty()) {
+    context_.reset(); // counters are unbalanced now
+    throw ExecutionError(ErrorKind::Deadlock, "cuda: the launch was abandoned because a device-side wait timed out", diags);
+  }
+  if (!proxyError.empty()) {
+    context_.reset();
+    throw ExecutionError(ErrorKind::Misuse, "cuda: port channel proxy: " + proxyError);
+  }
+}
+
+runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req) {
+  if (!req.plan) throw ExecutionError(ErrorKind::Misuse, "execute: no plan");
+  const plan::Plan &plan = *req.plan;
+  if (req.buffers.size() != plan.gpus.size())
+    throw ExecutionError(ErrorKind::Misuse, "execute: " + std::to_string(req.buffers.size()) + " rank buffers for a plan of " +
+                                                std::to_string(plan.gpus.size()) + " ranks");
+  runtime::ValidateOptions vo;
+  vo.allowGlre = true; // emulated like glres
+  runtime::validatePlan(plan, vo);
+
+  const bool perGpu = choosePerGpu(plan.gpus.size());
+  if (!context_ || context_->plan != &plan || context_->inputBytes != req.inputBytes || context_->outputBytes != req.outputBytes ||
+      context_->reduceOp != req.reduceOp || context_->oneRankPerGpu != perGpu) {
+    context_.reset();
+    std::vector<LoweredRank> lowered;
+    try {
+      lowered = lowerForDevice(plan, req.inputBytes, req.outputBytes, req.reduceOp);
+    } catch (const LoweringError &e) {
+      throw ExecutionError(ErrorKind::InvalidPlan, std::string("cuda: ") + e.what());
+    }
+    std::vector<int> devices(plan.gpus.size(), 0);
+    if (perGpu)
+      for (size_t r = 0; r < devices.size(); ++r) devices[r] = (int)r;
+    if (perGpu)
+      for (size_t a = 0; a < devices.size(); ++a)
+        for (size_t b = 0; b < devices.size(); ++b)
+          if (a != b) {
+            cudaSetDevice((int)a);
+            cudaError_t e = cudaDeviceEnablePeerAccess((int)b, 0);
+            if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) check(e, "cudaDeviceEnablePeerAccess");
+            cudaGetLastError();
+          }
+    context_ = buildContext(plan, std::move(lowered), devices);
+    context_->plan = &plan;
+    context_->inputBytes = req.inputBytes;
+    context_->outputBytes = req.outputBytes;
+    context_->reduceOp = req.reduceOp;
+    context_->oneRankPerGpu = perGpu;
+  }
+  std::vector<char *> in(plan.gpus.size()), out(plan.gpus.size());
+  for (size_t r = 0; r < in.size(); ++r) {
+    in[r] = static_cast<char *>(req.buffers[r].input);
+    out[r] = static_cast<char *>(req.buffers[r].output);
+  }
+  std::vector<Staging> staged = perGpu ? stage(req, in, out) : std::vector<Staging>();
+  bindBuffers(*context_, in, out);
+
+  runtime::ExecuteResult res;
+  if (req.warmupIterations) launch(req.warmupIterations, req.packetType, req.dataType);
+  auto t0 = std::chrono::steady_clock::now();
+  launch(req.iterations, req.packetType, req.dataType);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.launches = req.warmupIterations + req.iterations;
+  res.opsExecuted = context_->opsPerLaunch * res.launches;
+  for (const Staging &s : staged) check(cudaMemcpy(s.user, s.device, s.bytes, cudaMemcpyDefault), "cudaMemcpy (staging out)");
+  return res;
+}
+
+} // namespace
+
+std::unique_ptr<runtime::Executor> makeCudaExecutor(const CudaOptions &options) { return std::make_unique<CudaExecutor>(options); }
+
+} // namespace msccl::cuda
+
+namespace msccl::runtime {
+
+void registerCudaExecutor() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using namespace msccl::cuda;
+    auto reg = [](const char *name, const char *desc, Placement p) {
+      registerExecutor(name, desc, [p] {
+        CudaOptions o;
+        o.placement = p;
+        return makeCudaExecutor(o);
+      });
+    };
+    reg("cuda", "CUDA executor: one rank per GPU when there are enough GPUs, else virtual ranks on GPU 0", Placement::Auto);
+    reg("cuda-virtual", "CUDA executor: all ranks as virtual ranks on GPU 0", Placement::VirtualRanks);
+    reg("cuda-gpus", "CUDA executor: one rank per GPU", Placement::OneRankPerGpu);
+  });
+}
+
+} // namespace msccl::runtime

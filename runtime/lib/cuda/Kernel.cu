@@ -1,0 +1,425 @@
+//===- Kernel.cu - The device-side plan interpreter ------------------------------------===//
+//
+// Consumes one DevLaunch (DevicePlan.h): the threadblocks of every rank placed on this GPU,
+// each rank's DevRankContext (buffers, channels, semaphores, FIFO) and the launch's flag F.
+// Block b runs threadblock threadblocks[b] of rank ranks[threadblocks[b].rankSlot]: every thread
+// walks the same op list (plan-format.md §6.3); data ops stripe over all threads; sync ops are
+// executed by thread j for channel/semaphore j; `nop` is __syncthreads; a pipeline runs its
+// inner ops once per iteration with window offset i*unit_size (§8.6, windows clamped per entry).
+// Guarantees: every wait is bounded (DeviceSync.cuh), so the launch always ends; a timed-out
+// wait is reported through DevLaunch::abort.
+//
+// Run-time fixes of the reference's defects (plan-format.md §11): SO is added to every scratch
+// access, local or remote, packet or plain (4); flush waits for the proxy to complete the listed
+// port channels' requests (5); port sources use this rank's own buffers (7); flags and barrier
+// counters belong to the executor's context, not the process (18).
+//
+// Mirrors: mscclpp src/core/include/execution_kernel.hpp, src/core/executor/execution_kernel.cu.
+//
+//===------------------------------------------------------------------------------------===//
+#include "DeviceData.cuh"
+#include "KernelLaunch.h"
+
+#include "msccl/plan/Plan.h"
+
+namespace msccl::cuda::dev {
+
+using plan::BufferType;
+using plan::ChannelType;
+using plan::OpType;
+
+/// Pipeline window of the current inner op (on = inside a pipeline).
+struct Window {
+  uint64_t delta = 0, unit = 0;
+  bool on = false;
+};
+
+/// Per-thread interpreter state of one block.
+struct Exec {
+  const DevRankContext *R;
+  const DevEntry *entries;
+  char *input, *output, *scratch; // scratch includes SO
+  uint64_t so;
+  uint32_t flag;
+  int dataType;
+  bool ll16;
+  Waiter w;
+
+  __device__ char *remoteBase(const DevEntry &e) const {
+    char *b = R->remoteBases[e.id];
+    return e.bufferType == (uint8_t)BufferType::Scratch ? b + so : b;
+  }
+  __device__ char *memberBase(const DevEntry &e, int m) const {
+    const DevSwitchChannel &sc = R->switchChannels[e.id];
+    char *b = sc.bases[m];
+    return e.bufferType == (uint8_t)BufferType::Scratch ? b + so : b;
+  }
+  __device__ int members(const DevEntry &e) const { return (int)R->switchChannels[e.id].nMembers; }
+  /// Base of a local or remote entry (switch entries use memberBase).
+  __device__ char *base(const DevEntry &e) const {
+    switch (e.base) {
+    case (uint8_t)DevBase::Input: return input;
+    case (uint8_t)DevBase::Output: return output;
+    case (uint8_t)DevBase::Scratch: return scratch;
+    case (uint8_t)DevBase::Remote: return remoteBase(e);
+    default: return nullptr;
+    }
+  }
+  /// Plain range of an entry inside the window: [off, off+len).
+  __device__ static void range(const DevEntry &e, const Window &win, uint64_t &off, uint64_t &len) {
+    off = e.offset;
+    len = e.length;
+    if (win.on) {
+      if (win.delta >= len) len = 0;
+      else { off += win.delta; len = min(len - win.delta, win.unit); }
+    }
+  }
+};
+
+// --- Sync ops -----------------------------------------------------------------------------
+
+__device__ uint64_t fifoPush(Exec &x, uint32_t meta, uint64_t srcOff, uint64_t dstOff, uint64_t size) {
+  const DevFifo &f = x.R->fifo;
+  uint64_t idx = atomicAdd(reinterpret_cast<unsigned long long *>(f.head), 1ull);
+  uint32_t n = 0;
+  uint64_t deadline = 0;
+  while (idx - loadAcquireSys(f.completed) >= f.capacity)
+    if (!x.w.keepWaiting(n, deadline)) return idx;
+  volatile DevProxyRequest *s = f.slots + (idx % f.capacity);
+  s->srcOffset = srcOff;
+  s->dstOffset = dstOff;
+  s->size = size;
+  s->meta = meta;
+  storeReleaseSys(const_cast<uint32_t *>(&s->seq), (uint32_t)(idx + 1));
+  return idx;
+}
+
+__device__ void fifoWait(Exec &x, uint64_t idx) {
+  uint32_t n = 0;
+  uint64_t deadline = 0;
+  while (loadAcquireSys(x.R->fifo.completed) < idx + 1)
+    if (!x.w.keepWaiting(n, deadline)) return;
+}
+
+__device__ void waitCounter(Exec &x, const uint64_t *inbound, uint64_t *expected, bool relaxed) {
+  uint64_t e = ++*expected;
+  uint32_t n = 0;
+  uint64_t deadline = 0;
+  while ((relaxed ? loadRelaxedSys(inbound) : loadAcquireSys(inbound)) < e)
+    if (!x.w.keepWaiting(n, deadline)) return;
+}
+
+__device__ void syncOp(Exec &x, const DevOp &op) {
+  const unsigned j = threadIdx.x;
+  if (j >= op.nIds) return;
+  const bool relaxed = op.type == (uint8_t)OpType::RelaxedSignal || op.type == (uint8_t)OpType::RelaxedWait;
+  const bool isSignal = op.type == (uint8_t)OpType::Signal || op.type == (uint8_t)OpType::RelaxedSignal;
+  if (op.channelType == (uint8_t)ChannelType::Memory) {
+    const DevMemoryChannel &ch = x.R->memoryChannels[op.ids[j]];
+    if (op.type == (uint8_t)OpType::Flush) return;
+    if (isSignal) relaxed ? addRelaxedSys(ch.outbound, 1) : addReleaseSys(ch.outbound, 1);
+    else waitCounter(x, ch.inbound, ch.expected, relaxed);
+  } else if (op.channelType == (uint8_t)ChannelType::Port) {
+    const DevPortChannel &ch = x.R->portChannels[op.ids[j]];
+    if (op.type == (uint8_t)OpType::Flush) fifoWait(x, fifoPush(x, proxyMeta(kProxySync, 0, op.ids[j], 0), 0, 0, 0));
+    else if (isSignal) fifoPush(x, proxyMeta(kProxyFlag, 0, op.ids[j], 0), 0, 0, 0);
+    else waitCounter(x, ch.inbound, ch.expected, false); // port waits are never relaxed
+  }
+}
+
+__device__ void barrierOp(Exec &x, const DevOp &op) {
+  __syncthreads();
+  if (op.numThreadblocks > 1 && threadIdx.x == 0) {
+    uint64_t *c = x.R->barrierCounters + op.barrierId;
+    const uint64_t N = op.numThreadblocks;
+    uint64_t target = (fetchAddAcqRelGpu(c, 1) / N + 1) * N;
+    uint32_t n = 0;
+    uint64_t deadline = 0;
+    while (loadAcquireGpu(c) < target)
+      if (!x.w.keepWaiting(n, deadline)) break;
+  }
+  __syncthreads();
+}
+
+__device__ void semOp(Exec &x, const DevOp &op) {
+  const unsigned j = threadIdx.x;
+  if (j >= op.nIds) return;
+  int32_t *s = x.R->semaphores + op.ids[j];
+  if (op.type == (uint8_t)OpType::SemRelease) {
+    addReleaseGpu(s, 1);
+    return;
+  }
+  int32_t old = fetchAddAcquireGpu(s, -1);
+  if (old > 0) return;
+  uint32_t n = 0;
+  uint64_t deadline = 0;
+  while (loadAcquireGpu(s) < old)
+    if (!x.w.keepWaiting(n, deadline)) return;
+}
+
+// --- Plain data ops -----------------------------------------------------------------------
+
+/// put / pws / pwsf / get / copy / gstore over memory (or local) pointers.
+__device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
+  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const OpType t = (OpType)op.type;
+  uint64_t so, sl, dof, dl;
+  if (t == OpType::Copy || t == OpType::MultiStore) {
+    Exec::range(src[0], win, so, sl);
+    Exec::range(dst[0], win, dof, dl);
+    char *d[kMaxPtrs];
+    int nd = 0;
+    if (t == OpType::Copy) d[nd++] = x.base(dst[0]) + dof;
+    else
+      for (int m = 0; m < x.members(dst[0]); ++m) d[nd++] = x.memberBase(dst[0], m) + dof;
+    blockCopy(d, nd, x.base(src[0]) + so, sl);
+    return;
+  }
+  if (t == OpType::Get) {
+    for (int i = 0; i < op.nSrc; ++i) {
+      Exec::range(src[i], win, so, sl);
+      Exec::range(dst[i], win, dof, dl);
+      char *d = x.base(dst[i]) + dof;
+      blockCopy(&d, 1, x.base(src[i]) + so, sl);
+    }
+    return;
+  }
+  // put family over memory: pairs (src[i], dst[i]), length of dst[i].
+  for (int i = 0; i < op.nDst; ++i) {
+    Exec::range(src[i], win, so, sl);
+    Exec::range(dst[i], win, dof, dl);
+    char *d = x.base(dst[i]) + dof;
+    blockCopy(&d, 1, x.base(src[i]) + so, dl);
+  }
+  if (op.nIds && (t == OpType::PutWithSignal || t == OpType::PutWithSignalAndFlush)) {
+    __syncthreads();
+    if (threadIdx.x < op.nIds && threadIdx.x < op.nDst) addReleaseSys(x.R->memoryChannels[op.ids[threadIdx.x]].outbound, 1);
+  }
+}
+
+/// put / pws / pwsf / ppkt over port channels: thread i pushes the request of pair i.
+__device__ void portPutOp(Exec &x, const DevOp &op, const Window &win) {
+  const unsigned i = threadIdx.x;
+  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  if (i >= op.nDst || i >= op.nIds) return;
+  const OpType t = (OpType)op.type;
+  uint64_t so, sl, dof, dl;
+  const bool srcScratch = src[i].bufferType == (uint8_t)BufferType::Scratch;
+  const bool dstScratch = dst[i].bufferType == (uint8_t)BufferType::Scratch;
+  uint32_t kind = kProxyData;
+  if (t == OpType::PutPackets) { // raw copy of an already packetised source region
+    const uint64_t pkt = 2; // packets are twice their payload (LL16 and LL8)
+    so = pkt * src[i].offset + (srcScratch ? x.so : 0);
+    dof = pkt * dst[i].offset + (dstScratch ? x.so : 0);
+    dl = pkt * src[i].length;
+  } else {
+    Exec::range(src[i], win, so, sl);
+    Exec::range(dst[i], win, dof, dl);
+    so += srcScratch ? x.so : 0;
+    dof += dstScratch ? x.so : 0;
+    if (t != OpType::Put) kind |= kProxyFlag;
+    if (t == OpType::PutWithSignalAndFlush) kind |= kProxySync;
+  }
+  uint64_t idx = fifoPush(x, proxyMeta(kind, src[i].bufferType, op.ids[i], dst[i].id), so, dof, dl);
+  if (kind & kProxySync) fifoWait(x, idx);
+}
+
+/// The (DT, OP) instantiations chosen by dispatchReduce.
+struct BlockReduceCall {
+  char *const *d;
+  int nd;
+  const char *const *s;
+  int ns;
+  uint64_t len;
+  template <int DT, int OP> __device__ void operator()() const { blockReduce<DT, OP>(d, nd, s, ns, len); }
+};
+template <bool LL16> struct PacketReduceCall {
+  Waiter &w;
+  const PacketIo &io;
+  uint32_t flag;
+  template <int DT, int OP> __device__ void operator()() const { packetLoop<LL16>(w, io, flag, Combine<DT, OP>()); }
+};
+
+/// re / res / rre / rres / glres / glre: sources folded left to right into every destination.
+__device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
+  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const char *s[kMaxPtrs];
+  char *d[kMaxPtrs];
+  int ns = 0, nd = 0;
+  uint64_t off, len, o2, l2;
+  Exec::range(src[0], win, off, len);
+  const OpType t = (OpType)op.type;
+  if (t == OpType::MultiLoadReduceStore || t == OpType::MultiLoadReduce) {
+    for (int m = 0; m < x.members(src[0]); ++m) s[ns++] = x.memberBase(src[0], m) + off;
+    Exec::range(dst[0], win, o2, l2);
+    if (dst[0].base == (uint8_t)DevBase::Switch)
+      for (int m = 0; m < x.members(dst[0]); ++m) d[nd++] = x.memberBase(dst[0], m) + o2;
+    else
+      d[nd++] = x.base(dst[0]) + o2;
+  } else {
+    s[ns++] = x.base(src[0]) + off;
+    for (int j = 1; j < op.nSrc; ++j) {
+      Exec::range(src[j], win, o2, l2);
+      s[ns++] = x.base(src[j]) + o2;
+    }
+    for (int k = 0; k < op.nDst; ++k) {
+      Exec::range(dst[k], win, o2, l2);
+      d[nd++] = x.base(dst[k]) + o2;
+    }
+  }
+  if (len == 0 || ns == 0) return;
+  if (ns == 1) {
+    blockCopy(d, nd, s[0], len);
+    return;
+  }
+  dispatchReduce(x.dataType, op.reduceOp, BlockReduceCall{d, nd, s, ns, len});
+}
+
+// --- Packet ops ---------------------------------------------------------------------------
+
+template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
+  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const OpType t = (OpType)op.type;
+  auto pkt = [&](const DevEntry &e) { return x.base(e) + 2 * e.offset; };
+  auto plainAt = [&](const DevEntry &e) { return x.base(e) + e.offset; };
+  PacketIo io;
+  io.payloadBytes = src[0].length;
+  switch (t) {
+  case OpType::CopyPackets:
+    io.plainSrc = plainAt(src[0]);
+    io.pktDst[io.nPktDst++] = pkt(dst[0]);
+    break;
+  case OpType::UnpackPackets:
+    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
+    io.plainDst = plainAt(dst[0]);
+    break;
+  case OpType::PutPackets: // memory: pairs (plain src[i] -> packets at peer dst[i])
+    for (int i = 0; i < op.nDst; ++i) {
+      PacketIo p;
+      p.payloadBytes = src[i].length;
+      p.plainSrc = plainAt(src[i]);
+      p.pktDst[p.nPktDst++] = pkt(dst[i]);
+      packetLoop<LL16>(x.w, p, x.flag, NoCombine());
+    }
+    return;
+  case OpType::ReadPutPackets:
+    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
+    for (int k = 0; k < op.nDst; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
+    break;
+  case OpType::MultiStorePackets:
+    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
+    for (int m = 0; m < x.members(dst[0]); ++m) io.pktDst[io.nPktDst++] = x.memberBase(dst[0], m) + 2 * dst[0].offset;
+    break;
+  default: { // repkt, recpkt, respkt, recspkt
+    io.plainSrc = plainAt(src[0]);
+    for (int j = 1; j < op.nSrc; ++j) io.pktSrc[io.nPktSrc++] = pkt(src[j]);
+    io.plainDst = plainAt(dst[0]);
+    for (int k = 1; k < op.nDst; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
+    if (io.nPktSrc == 0) break;
+    dispatchReduce(x.dataType, op.reduceOp, PacketReduceCall<LL16>{x.w, io, x.flag});
+    return;
+  }
+  }
+  packetLoop<LL16>(x.w, io, x.flag, NoCombine());
+}
+
+/// rppkt over port: wait for every packet of src[0], then thread j ships the raw packet region.
+template <bool LL16> __device__ void portReadPutPacketsT(Exec &x, const DevOp &op) {
+  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  packetWaitAll<LL16>(x.w, x.base(src[0]) + 2 * src[0].offset, src[0].length, x.flag);
+  __syncthreads();
+  const unsigned j = threadIdx.x;
+  if (j >= op.nDst || j >= op.nIds) return;
+  const uint64_t so = 2 * src[0].offset + (src[0].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
+  const uint64_t dof = 2 * dst[j].offset + (dst[j].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
+  fifoPush(x, proxyMeta(kProxyData, src[0].bufferType, op.ids[j], dst[j].id), so, dof, 2 * src[0].length);
+}
+
+// --- Dispatch -----------------------------------------------------------------------------
+
+__device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
+  const bool port = op.channelType == (uint8_t)ChannelType::Port;
+  switch ((OpType)op.type) {
+  case OpType::Nop: __syncthreads(); return;
+  case OpType::Barrier: barrierOp(x, op); return;
+  case OpType::Signal: case OpType::Wait: case OpType::Flush:
+  case OpType::RelaxedSignal: case OpType::RelaxedWait: syncOp(x, op); return;
+  case OpType::SemAcquire: case OpType::SemRelease: semOp(x, op); return;
+  case OpType::Put: case OpType::PutWithSignal: case OpType::PutWithSignalAndFlush:
+    if (port) portPutOp(x, op, win);
+    else copyOp(x, op, win);
+    return;
+  case OpType::Get: case OpType::Copy: case OpType::MultiStore: copyOp(x, op, win); return;
+  case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce: case OpType::ReadReduceSend:
+  case OpType::MultiLoadReduceStore: case OpType::MultiLoadReduce: reduceOp(x, op, win); return;
+  case OpType::PutPackets:
+    if (port) { portPutOp(x, op, win); return; }
+    break;
+  case OpType::ReadPutPackets:
+    if (port) { x.ll16 ? portReadPutPacketsT<true>(x, op) : portReadPutPacketsT<false>(x, op); return; }
+    break;
+  case OpType::CopyPackets: case OpType::UnpackPackets: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
+  case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets: case OpType::MultiStorePackets: break;
+  default: return; // Pipeline is handled by the caller
+  }
+  x.ll16 ? packetOpT<true>(x, op) : packetOpT<false>(x, op);
+}
+
+__global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
+  const DevThreadblock tb = L.threadblocks[blockIdx.x];
+  const DevRankContext *R = L.ranks + tb.rankSlot;
+  Exec x;
+  x.R = R;
+  x.entries = R->entries;
+  x.so = (L.flag % 2 == 0) ? R->scratchHalf : 0;
+  x.input = R->input;
+  x.output = R->output;
+  x.scratch = R->scratch ? R->scratch + x.so : nullptr;
+  x.flag = L.flag;
+  x.dataType = L.dataType;
+  x.ll16 = L.packetType == (uint8_t)PacketType::LL16;
+  x.w.abort = L.abort;
+  x.w.timeoutNs = L.timeoutNs;
+  x.w.rank = R->rank;
+  x.w.tbId = tb.tbId;
+  const DevOp *ops = R->ops + tb.opBegin;
+  for (uint32_t i = 0; i < tb.nOps;) {
+    const DevOp &op = ops[i];
+    x.w.opIndex = i;
+    x.w.opType = op.type;
+    if (op.type == (uint8_t)OpType::Pipeline) {
+      Window win;
+      win.on = true;
+      win.unit = op.unitSize;
+      for (uint32_t it = 0; it < op.nIterations; ++it) {
+        win.delta = (uint64_t)it * op.unitSize;
+        for (uint32_t k = 1; k <= op.nInner; ++k) {
+          const DevOp &in = ops[i + k];
+          x.w.opIndex = i + k;
+          x.w.opType = in.type;
+          execOp(x, in, win);
+        }
+      }
+      i += 1 + op.nInner;
+    } else {
+      execOp(x, op, Window());
+      ++i;
+    }
+  }
+}
+
+} // namespace msccl::cuda::dev
+
+namespace msccl::cuda::detail {
+
+cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream) {
+  if (numBlocks == 0) return cudaSuccess;
+  dev::planKernel<<<numBlocks, threadsPerBlock, 0, stream>>>(launch);
+  return cudaGetLastError();
+}
+
+cudaError_t planKernelBlocksPerSm(unsigned threadsPerBlock, int *blocksPerSm) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocksPerSm, dev::planKernel, (int)threadsPerBlock, 0);
+}
+
+} // namespace msccl::cuda::detail

@@ -1,0 +1,84 @@
+//===- PortProxy.cpp - Host proxy thread serving the port channels' FIFOs ---------------===//
+//
+// See PortProxy.h. One thread polls every rank's FIFO round robin; when nothing arrives for a
+// while it yields, then sleeps briefly, so that an idle proxy does not take a core.
+//
+//===------------------------------------------------------------------------------------===//
+#include "PortProxy.h"
+
+#include <chrono>
+
+namespace msccl::cuda::detail {
+
+void PortProxy::start(std::vector<ProxyRank> *ranks) {
+  stop();
+  ranks_ = ranks;
+  stop_ = false;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    error_.clear();
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+void PortProxy::stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  thread_.join();
+}
+
+std::string PortProxy::error() {
+  std::lock_guard<std::mutex> l(mutex_);
+  return error_;
+}
+
+void PortProxy::fail(const std::string &msg) {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (error_.empty()) error_ = msg;
+}
+
+bool PortProxy::serve(ProxyRank &r) {
+  volatile DevProxyRequest *s = r.slots + (r.tail % r.capacity);
+  if (__atomic_load_n(const_cast<uint32_t *>(&s->seq), __ATOMIC_ACQUIRE) != (uint32_t)(r.tail + 1)) return false;
+  const uint64_t srcOff = s->srcOffset, dstOff = s->dstOffset, size = s->size;
+  const uint32_t meta = s->meta;
+  const uint32_t kind = proxyMetaKind(meta), ch = proxyMetaChannel(meta), rb = proxyMetaRemoteBuffer(meta),
+                 lb = proxyMetaLocalBuffer(meta);
+  cudaSetDevice(r.device);
+  if ((kind & kProxyData) && size) {
+    if (rb >= r.remoteBases.size() || lb > 2 || !r.local[lb] || !r.remoteBases[rb])
+      fail("port request names a buffer that does not exist (remote buffer " + std::to_string(rb) + ")");
+    else {
+      cudaError_t e = cudaMemcpyAsync(r.remoteBases[rb] + dstOff, r.local[lb] + srcOff, size, cudaMemcpyDefault, r.stream);
+      if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+    }
+  }
+  if (kind & (kProxyFlag | kProxySync)) {
+    cudaError_t e = cudaStreamSynchronize(r.stream);
+    if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+  }
+  if (kind & kProxyFlag) {
+    if (ch >= r.flagTargets.size()) fail("port signal on channel " + std::to_string(ch) + " that does not exist");
+    else __atomic_fetch_add(r.flagTargets[ch], 1, __ATOMIC_RELEASE);
+  }
+  ++r.tail;
+  __atomic_store_n(r.completed, r.tail, __ATOMIC_RELEASE);
+  return true;
+}
+
+void PortProxy::loop() {
+  unsigned idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool any = false;
+    for (ProxyRank &r : *ranks_)
+      while (r.slots && serve(r)) any = true;
+    if (any) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < 256) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+} // namespace msccl::cuda::detail
