@@ -1,0 +1,50 @@
+//===- Verify.h - Run a plan on a backend with generated inputs and check the outputs ----===//
+//
+// Consumes a backend, a plan, an nccl-tests style message size S and run options; allocates the
+// per-rank buffers through the backend (aliased per plan-format §10.5 when in place), fills the
+// inputs with inputValue (Collective.h), runs `warmup + iterations` timed launches, then - when
+// checking - refills the inputs, runs one more launch and compares every output element with the
+// collective's end state. Produces the timing (per launch), algbw/busbw (nccl-tests factors) and
+// the verification result. Errors of the backend (ExecutionError) propagate to the caller.
+// Used by msccl-run, the runtime tests and the CPU benchmark.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/runtime/Collective.h"
+#include "msccl/runtime/Executor.h"
+
+#include <optional>
+
+namespace msccl::runtime {
+
+struct RunOptions {
+  uint64_t size = 0;                        ///< nccl-tests size S (bytes), see Collective.h.
+  plan::DataType dataType = plan::DataType::Float32;
+  std::optional<plan::ReduceOp> reduceOp;   ///< nullopt: the plan's reduce_op, else sum.
+  std::optional<bool> inPlace;              ///< nullopt: the plan's `inplace`.
+  PacketType packetType = PacketType::LL16;
+  unsigned iterations = 1;                  ///< Timed launches (0: only the checked launch).
+  unsigned warmup = 0;
+  bool check = true;
+  /// Launches of the checked run (> 1 only makes sense for collectives whose end state does not
+  /// depend on the number of launches, e.g. allgather, alltoall, sendrecv, or out-of-place ones).
+  /// Exercises LL flag advance and double-scratch alternation before the compare.
+  unsigned checkLaunches = 1;
+};
+
+struct RunReport {
+  MessageSizes sizes;
+  plan::ReduceOp reduceOp = plan::ReduceOp::Sum; ///< The op used (and verified against).
+  bool inPlace = false;
+  double secondsPerLaunch = 0;
+  double algbw = 0, busbw = 0;              ///< GB/s (1e9 bytes per second).
+  VerifyResult verify;                      ///< checked == false when not verified.
+};
+
+/// Run and verify. Throws ExecutionError(InvalidSize) when the plan cannot take size S (the
+/// message says why, see messageSizesFor), ExecutionError(Unsupported) when `reduceOp` conflicts
+/// with the reduce_op the plan's ops fix, and whatever the backend throws.
+RunReport runCollective(Executor &executor, const plan::Plan &plan, const RunOptions &options);
+
+} // namespace msccl::runtime

@@ -1,0 +1,275 @@
+//===- Resolve.cpp - tb-local ids -> peers, buffers and byte ranges ----------------------===//
+//
+// Consumes a validated Plan; produces the ResolvedPlan (gpu-level channels paired with their
+// peers, tb-local tables) and, per message size, the LoweredPlan (flattened ops with every entry
+// resolved to a location and a byte range). See Resolve.h.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/runtime/Resolve.h"
+
+#include "msccl/runtime/Executor.h"
+
+#include <map>
+
+namespace msccl::runtime {
+using namespace msccl::plan;
+
+static ExecutionError planError(const std::string &path, const std::string &msg) {
+  return ExecutionError(ErrorKind::InvalidPlan, path + ": " + msg);
+}
+
+bool isPacketOp(OpType t) {
+  switch (t) {
+  case OpType::PutPackets:
+  case OpType::ReadPutPackets:
+  case OpType::CopyPackets:
+  case OpType::UnpackPackets:
+  case OpType::ReducePackets:
+  case OpType::ReduceCopyPackets:
+  case OpType::ReduceSendPackets:
+  case OpType::ReduceCopySendPackets:
+  case OpType::MultiStorePackets:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool honoursPipeline(OpType t) {
+  switch (t) {
+  case OpType::Put:
+  case OpType::PutWithSignal:
+  case OpType::PutWithSignalAndFlush:
+  case OpType::Get:
+  case OpType::Copy:
+  case OpType::Reduce:
+  case OpType::ReduceSend:
+  case OpType::ReadReduce:
+  case OpType::ReadReduceSend:
+  case OpType::MultiLoadReduceStore:
+  case OpType::MultiStore:
+  case OpType::MultiLoadReduce:
+    return true;
+  default:
+    return false;
+  }
+}
+
+ResolvedPlan resolvePlan(const Plan &plan) {
+  ResolvedPlan out;
+  const size_t nranks = plan.gpus.size();
+  out.gpus.resize(nranks);
+  // Gpu-level channel lists, with per-peer occurrence numbers.
+  for (size_t r = 0; r < nranks; ++r) {
+    const Gpu &gpu = plan.gpus[r];
+    ResolvedGpu &rg = out.gpus[r];
+    std::map<uint32_t, uint32_t> memCount, portCount;
+    for (const ChannelDecl &decl : gpu.channels) {
+      if (decl.channelType == ChannelType::Memory || decl.channelType == ChannelType::Port) {
+        auto &list = decl.channelType == ChannelType::Memory ? rg.memoryChannels : rg.portChannels;
+        auto &count = decl.channelType == ChannelType::Memory ? memCount : portCount;
+        for (uint32_t peer : decl.connectedTo)
+          list.push_back(ResolvedChannel{peer, count[peer]++, kNoChannel});
+      } else if (decl.channelType == ChannelType::Switch) {
+        for (const RankGroup &g : decl.rankGroups)
+          rg.switchChannels.push_back(ResolvedSwitch{decl.bufferType, g.ranks});
+      }
+    }
+  }
+  // Pairing: the k-th channel of A toward B <-> the k-th channel of B toward A.
+  for (size_t r = 0; r < nranks; ++r) {
+    for (int type = 0; type < 2; ++type) {
+      auto &list = type == 0 ? out.gpus[r].memoryChannels : out.gpus[r].portChannels;
+      for (ResolvedChannel &ch : list) {
+        if (ch.peer >= nranks)
+          continue;
+        auto &peerList = type == 0 ? out.gpus[ch.peer].memoryChannels : out.gpus[ch.peer].portChannels;
+        for (size_t q = 0; q < peerList.size(); ++q)
+          if (peerList[q].peer == r && peerList[q].occurrence == ch.occurrence) {
+            ch.peerChannel = uint32_t(q);
+            break;
+          }
+      }
+    }
+  }
+  // Threadblock tables.
+  for (size_t r = 0; r < nranks; ++r) {
+    const Gpu &gpu = plan.gpus[r];
+    ResolvedGpu &rg = out.gpus[r];
+    for (const Threadblock &tb : gpu.threadblocks) {
+      ResolvedTb rtb;
+      for (const TbChannels &c : tb.channels) {
+        auto &dst = c.channelType == ChannelType::Memory ? rtb.memoryChannels
+                    : c.channelType == ChannelType::Port ? rtb.portChannels
+                                                         : rtb.switchChannels;
+        if (c.channelType == ChannelType::None)
+          continue;
+        dst.insert(dst.end(), c.channelIds.begin(), c.channelIds.end());
+      }
+      for (const RemoteBufferRefs &ref : tb.remoteBufferRefs) {
+        if (ref.accessChannelType == ChannelType::Memory)
+          rtb.memoryBuffers.insert(rtb.memoryBuffers.end(), ref.remoteBufferIds.begin(), ref.remoteBufferIds.end());
+        else if (ref.accessChannelType == ChannelType::Port)
+          rtb.portBuffers.insert(rtb.portBuffers.end(), ref.remoteBufferIds.begin(), ref.remoteBufferIds.end());
+      }
+      rg.threadblocks.push_back(std::move(rtb));
+    }
+  }
+  return out;
+}
+
+namespace {
+struct Lowerer {
+  const Plan &plan;
+  const ResolvedPlan &resolved;
+  uint32_t rank;
+  const ChunkLayout &layout;
+  const ResolvedTb &tb;
+  bool usesPackets = false;
+
+  LoweredEntry entry(const BufferRef &ref, const Op &op, const std::string &path) {
+    LoweredEntry e;
+    e.index = ref.index;
+    e.size = ref.size;
+    e.where.rank = rank;
+    const Gpu &gpu = plan.gpus[rank];
+    switch (ref.loc) {
+    case BufferRef::Loc::Local:
+      e.where.kind = Location::Kind::Local;
+      e.where.type = ref.type;
+      break;
+    case BufferRef::Loc::Remote: {
+      ChannelType ct = op.channelType.value_or(ChannelType::None);
+      const std::vector<uint32_t> *table = ct == ChannelType::Memory ? &tb.memoryBuffers
+                                           : ct == ChannelType::Port ? &tb.portBuffers
+                                                                     : nullptr;
+      if (!table)
+        throw planError(path + ".buffer_id", "Invalid channel type: a remote entry needs channel_type memory or port");
+      if (ref.id >= table->size())
+        throw planError(path + ".buffer_id", "remote buffer " + std::to_string(ref.id) + " out of range");
+      uint32_t g = (*table)[ref.id];
+      if (g >= gpu.remoteBuffers.size())
+        throw planError(path + ".buffer_id", "gpu-level remote buffer " + std::to_string(g) + " out of range");
+      e.where.kind = Location::Kind::Remote;
+      e.where.remoteBuffer = g;
+      e.where.rank = gpu.remoteBuffers[g].rank;
+      e.where.type = gpu.remoteBuffers[g].type;
+      break;
+    }
+    case BufferRef::Loc::Switch: {
+      if (ref.id >= tb.switchChannels.size())
+        throw planError(path + ".switch_channel_id", "switch channel " + std::to_string(ref.id) + " out of range");
+      uint32_t g = tb.switchChannels[ref.id];
+      const auto &sw = resolved.gpus[rank].switchChannels;
+      if (g >= sw.size())
+        throw planError(path + ".switch_channel_id", "gpu-level switch channel " + std::to_string(g) + " out of range");
+      e.where.kind = Location::Kind::Switch;
+      e.where.switchChannel = g;
+      e.where.type = sw[g].bufferType;
+      break;
+    }
+    }
+    e.bytes = entryBytes(layout, e.where.type, ref.index, ref.size);
+    if (op.tbg)
+      e.bytes = tbgSlice(e.bytes, *op.tbg, layout.alignment);
+    // The reference stores offsets and lengths as uint32 (§9); packet regions double them.
+    const uint64_t limit = isPacketOp(op.type) ? (uint64_t(1) << 31) : (uint64_t(1) << 32);
+    if (e.bytes.end() > limit)
+      throw ExecutionError(ErrorKind::InvalidSize,
+                           path + ": bytes [" + std::to_string(e.bytes.offset) + ", " + std::to_string(e.bytes.end()) +
+                               ") reach past 4 GiB, which the executor's 32-bit offsets cannot address");
+    return e;
+  }
+
+  void lowerOp(const Op &op, const std::string &path, bool inPipeline, std::vector<LoweredOp> &out) {
+    LoweredOp lo;
+    lo.type = op.type;
+    lo.path = path;
+    lo.inPipeline = inPipeline;
+    lo.channelType = op.channelType.value_or(ChannelType::None);
+    if (isPacketOp(op.type))
+      usesPackets = true;
+    if (op.channelIds) {
+      const std::vector<uint32_t> *table = lo.channelType == ChannelType::Memory ? &tb.memoryChannels
+                                           : lo.channelType == ChannelType::Port ? &tb.portChannels
+                                           : lo.channelType == ChannelType::Switch ? &tb.switchChannels
+                                                                                   : nullptr;
+      for (size_t j = 0; j < op.channelIds->size(); ++j) {
+        uint32_t id = (*op.channelIds)[j];
+        if (!table) {
+          lo.channels.push_back(id);
+          continue;
+        }
+        if (id >= table->size())
+          throw planError(path + ".channel_ids[" + std::to_string(j) + "]",
+                          "channel " + std::to_string(id) + " out of range");
+        lo.channels.push_back((*table)[id]);
+      }
+    }
+    if (op.reduceOp) {
+      lo.hasReduceOp = true;
+      lo.reduceOp = *op.reduceOp;
+    }
+    lo.semaphores = op.semaphoreIds;
+    lo.barrierId = op.barrierId;
+    lo.numThreadblocks = op.numThreadblocks;
+    if (op.type == OpType::MultiLoadReduce) {
+      // glre: load-reduce `size` chunks at `buffer_offset` of the switch channel's buffer, store
+      // to the local dst_chunk. Lowered as src = [switch entry], dst = [local entry].
+      if (lo.channels.empty())
+        throw planError(path + ".channel_ids", "glre needs one switch channel");
+      BufferRef s = BufferRef::switchRef(op.channelIds->front(), op.glreBufferOffset, op.glreSize);
+      lo.src.push_back(entry(s, op, path + ".channel_ids[0]"));
+      BufferRef d = op.glreDstChunk;
+      d.loc = BufferRef::Loc::Local;
+      lo.dst.push_back(entry(d, op, path + ".dst_chunk"));
+    } else {
+      for (size_t j = 0; j < op.src.size(); ++j)
+        lo.src.push_back(entry(op.src[j], op, path + ".src_buff[" + std::to_string(j) + "]"));
+      for (size_t j = 0; j < op.dst.size(); ++j)
+        lo.dst.push_back(entry(op.dst[j], op, path + ".dst_buff[" + std::to_string(j) + "]"));
+    }
+    if (op.type == OpType::Pipeline) {
+      lo.unitSize = op.iterContext.unitSize;
+      try {
+        lo.pipelineIterations = pipelineIterations(layout, op.iterContext);
+      } catch (const ExecutionError &e) {
+        throw ExecutionError(e.kind(), path + ".iter_context: " + e.summary());
+      }
+      lo.pipelineOps = uint32_t(op.ops.size());
+      out.push_back(std::move(lo));
+      for (size_t j = 0; j < op.ops.size(); ++j)
+        lowerOp(op.ops[j], path + ".ops[" + std::to_string(j) + "]", true, out);
+      return;
+    }
+    out.push_back(std::move(lo));
+  }
+};
+} // namespace
+
+LoweredPlan lowerPlan(const Plan &plan, const ResolvedPlan &resolved, uint64_t inputBytes, uint64_t outputBytes) {
+  LoweredPlan out;
+  out.gpus.resize(plan.gpus.size());
+  for (uint32_t r = 0; r < plan.gpus.size(); ++r) {
+    LoweredGpu &lg = out.gpus[r];
+    lg.layout = computeChunkLayout(plan, r, inputBytes, outputBytes);
+    const Gpu &gpu = plan.gpus[r];
+    bool usesPackets = false;
+    for (size_t t = 0; t < gpu.threadblocks.size(); ++t) {
+      Lowerer lw{plan, resolved, r, lg.layout, resolved.gpus[r].threadblocks.at(t)};
+      LoweredTb ltb;
+      ltb.id = gpu.threadblocks[t].id;
+      const std::string base = "gpus[" + std::to_string(r) + "].threadblocks[" + std::to_string(t) + "].ops[";
+      for (size_t k = 0; k < gpu.threadblocks[t].ops.size(); ++k)
+        lw.lowerOp(gpu.threadblocks[t].ops[k], base + std::to_string(k) + "]", false, ltb.ops);
+      usesPackets = usesPackets || lw.usesPackets;
+      lg.threadblocks.push_back(std::move(ltb));
+    }
+    lg.usesPackets = usesPackets;
+    lg.scratchBytes = scratchBytes(plan, r, lg.layout, usesPackets);
+    lg.scratchHalfOffset = plan.useDoubleScratchBuffer ? lg.scratchBytes / 2 : 0;
+  }
+  return out;
+}
+
+} // namespace msccl::runtime

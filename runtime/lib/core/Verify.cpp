@@ -1,0 +1,109 @@
+//===- Verify.cpp - Run a plan on a backend with generated inputs and check the outputs --===//
+//
+// See Verify.h.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/runtime/Verify.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace msccl::runtime {
+using namespace msccl::plan;
+
+RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
+  RunReport rep;
+  std::string why;
+  auto ms = messageSizesFor(plan, o.size, &why);
+  if (!ms)
+    throw ExecutionError(ErrorKind::InvalidSize, why);
+  rep.sizes = *ms;
+  const uint32_t n = uint32_t(plan.gpus.size());
+  const CollectiveKind kind = collectiveKind(plan.collective);
+  bool conflict = false;
+  std::optional<ReduceOp> planOp = planReduceOp(plan, &conflict);
+  if (o.reduceOp && planOp && *o.reduceOp != *planOp)
+    throw ExecutionError(ErrorKind::Unsupported, "the plan's ops reduce with reduce_op \"" +
+                                                     std::string(reduceOpName(*planOp)) + "\", not \"" +
+                                                     std::string(reduceOpName(*o.reduceOp)) + "\"");
+  rep.reduceOp = o.reduceOp.value_or(planOp.value_or(ReduceOp::Sum));
+  rep.inPlace = o.inPlace.value_or(plan.inplace);
+
+  const bool aliasAG = rep.inPlace && kind == CollectiveKind::AllGather;
+  const bool aliasRS = rep.inPlace && kind == CollectiveKind::ReduceScatter;
+  std::vector<DeviceBuffer> allocs;
+  struct Guard {
+    Executor &ex;
+    std::vector<DeviceBuffer> &a;
+    ~Guard() {
+      for (auto &b : a)
+        ex.release(b);
+    }
+  } guard{ex, allocs};
+  std::vector<RankBuffers> bufs(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    if (rep.inPlace) {
+      uint64_t bytes = aliasAG ? ms->outputBytes : aliasRS ? ms->inputBytes : std::max(ms->inputBytes, ms->outputBytes);
+      allocs.push_back(ex.allocate(bytes));
+      auto *base = static_cast<uint8_t *>(allocs.back().ptr);
+      bufs[r].input = aliasAG ? base + uint64_t(r) * ms->inputBytes : base;
+      bufs[r].output = aliasRS ? base + uint64_t(r) * ms->outputBytes : base;
+    } else {
+      allocs.push_back(ex.allocate(ms->inputBytes));
+      bufs[r].input = allocs.back().ptr;
+      allocs.push_back(ex.allocate(ms->outputBytes));
+      bufs[r].output = allocs.back().ptr;
+    }
+  }
+  std::vector<uint8_t> host;
+  auto resetData = [&]() {
+    for (auto &a : allocs) {
+      host.assign(a.bytes, 0);
+      ex.upload(a.ptr, host.data(), a.bytes);
+    }
+    host.resize(ms->inputBytes);
+    for (uint32_t r = 0; r < n; ++r) {
+      fillInput(host.data(), ms->inputBytes, r, n, o.dataType);
+      ex.upload(bufs[r].input, host.data(), ms->inputBytes);
+    }
+  };
+  ExecuteRequest req;
+  req.plan = &plan;
+  req.buffers = bufs;
+  req.inputBytes = ms->inputBytes;
+  req.outputBytes = ms->outputBytes;
+  req.dataType = o.dataType;
+  req.reduceOp = rep.reduceOp;
+  req.packetType = o.packetType;
+  auto setTiming = [&](double seconds, unsigned launches) {
+    rep.secondsPerLaunch = seconds / launches;
+    if (rep.secondsPerLaunch > 0) {
+      rep.algbw = double(o.size) / rep.secondsPerLaunch / 1e9;
+      rep.busbw = rep.algbw * busBandwidthFactor(kind, n);
+    }
+  };
+  if (o.iterations > 0) {
+    resetData();
+    req.iterations = o.iterations;
+    req.warmupIterations = o.warmup;
+    setTiming(ex.execute(req).seconds, o.iterations);
+  }
+  if (o.check) {
+    resetData();
+    req.iterations = std::max(1u, o.checkLaunches);
+    req.warmupIterations = 0;
+    ExecuteResult res = ex.execute(req);
+    if (o.iterations == 0)
+      setTiming(res.seconds, req.iterations);
+    std::vector<std::vector<uint8_t>> outs(n, std::vector<uint8_t>(ms->outputBytes));
+    std::vector<const void *> ptrs;
+    for (uint32_t r = 0; r < n; ++r) {
+      ex.download(outs[r].data(), bufs[r].output, ms->outputBytes);
+      ptrs.push_back(outs[r].data());
+    }
+    rep.verify = verifyOutputs(kind, ptrs, ms->inputBytes, ms->outputBytes, o.dataType, rep.reduceOp);
+  }
+  return rep;
+}
+
+} // namespace msccl::runtime

@@ -1,0 +1,543 @@
+//===- CpuOps.cpp - Semantics of every plan op on the simulated machine -------------------===//
+//
+// Consumes one lowered op of one threadblock plus the machine state; performs the op (or as
+// much of it as possible) and says whether it completed, progressed or is blocked. Guarantees:
+// every byte accessed is bounds-checked against its buffer (ExecutionError(Misuse) otherwise);
+// a blocked op records what it waits for in TbState::blockedOn and changes nothing else.
+// Semantics: plan-format §8, with the intended meaning for the reference defects of §11
+// (docs/runtime.md).
+//
+// Mirrors: mscclpp src/core/include/execution_kernel.hpp, include/mscclpp/packet_device.hpp.
+//
+//===------------------------------------------------------------------------------------===//
+#include "CpuMachine.h"
+
+#include "msccl/runtime/Elements.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace msccl::runtime::cpu {
+using namespace msccl::plan;
+
+std::string opWhere(const TbState &tb, const LoweredOp &op) {
+  return "rank " + std::to_string(tb.rank) + " tb " + std::to_string(tb.tb->id) + " op " +
+         std::to_string(tb.pc) + " (" + std::string(opName(op.type)) + ") at " + op.path;
+}
+
+namespace {
+
+const char *bufferWord(BufferType t) {
+  switch (t) {
+  case BufferType::Input: return "input";
+  case BufferType::Output: return "output";
+  case BufferType::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+struct Ctx {
+  Machine &m;
+  TbState &tb;
+  const LoweredOp &op;
+
+  [[noreturn]] void misuse(const std::string &msg) const {
+    throw ExecutionError(ErrorKind::Misuse, opWhere(tb, op) + ": " + msg);
+  }
+
+  /// The window of entry `e` for the current pipeline iteration (whole range outside pipelines
+  /// and for ops that do not honour windows).
+  ByteRange window(const LoweredEntry &e) const {
+    if (!op.inPipeline || !tb.inPipe || !honoursPipeline(op.type))
+      return e.bytes;
+    ByteRange w = pipelineWindow(e.bytes.length, tb.pipeIter, tb.unitSize);
+    uint64_t delta = w.offset;
+    const ChunkLayout &layout = m.lowered->gpus[tb.rank].layout;
+    if (e.where.type == BufferType::Scratch && layout.reuseSlotBytes != 0)
+      delta %= layout.reuseSlotBytes; // reuse-scratch slots wrap (§3.6)
+    return {e.bytes.offset + delta, w.length};
+  }
+
+  /// Plain bytes [offset, offset+length) of buffer `type` of `rank`.
+  uint8_t *plain(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what) const {
+    RankState &rs = m.ranks[rank];
+    uint8_t *base = nullptr;
+    uint64_t size = 0;
+    switch (type) {
+    case BufferType::Input: base = rs.input; size = rs.inputBytes; break;
+    case BufferType::Output: base = rs.output; size = rs.outputBytes; break;
+    case BufferType::Scratch: base = rs.scratch.data() + rs.scratchOffset; size = rs.scratchHalf; break;
+    }
+    if (offset > size || length > size - offset)
+      misuse(std::string(what) + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+             ") are outside rank " + std::to_string(rank) + "'s " + bufferWord(type) + " buffer (" +
+             std::to_string(size) + " bytes)");
+    return base + offset;
+  }
+
+  /// Packet-format region of payload range [offset, offset+length): bytes [2*offset, 2*(offset+length)).
+  uint8_t *packets(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what) const {
+    return plain(rank, type, 2 * offset, 2 * length, what);
+  }
+
+  std::string entryName(const char *side, size_t j) const { return std::string(side) + "[" + std::to_string(j) + "]"; }
+
+  uint32_t ownerOf(const LoweredEntry &e) const { return e.where.kind == Location::Kind::Remote ? e.where.rank : tb.rank; }
+
+  const std::vector<uint32_t> &members(const LoweredEntry &e) const {
+    return m.resolved->gpus[tb.rank].switchChannels[e.where.switchChannel].ranks;
+  }
+
+  uint8_t *plainEntry(const LoweredEntry &e, ByteRange w, const std::string &what) const {
+    return plain(ownerOf(e), e.where.type, w.offset, w.length, what.c_str());
+  }
+
+  ReduceOp reduceOp() const { return op.hasReduceOp ? op.reduceOp : m.reduceOp; }
+
+  // --- Channels ---------------------------------------------------------------------------
+  void signal(uint32_t channel) {
+    ChannelType ct = op.channelType;
+    if (ct != ChannelType::Memory && ct != ChannelType::Port)
+      return; // switch/none: no-op (§8.1)
+    const auto &list = ct == ChannelType::Memory ? m.resolved->gpus[tb.rank].memoryChannels
+                                                 : m.resolved->gpus[tb.rank].portChannels;
+    const ResolvedChannel &ch = list.at(channel);
+    if (ch.peerChannel == kNoChannel)
+      misuse("signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(channel) + " to rank " +
+             std::to_string(ch.peer) + ", which declares no partner channel");
+    RankState &peer = m.ranks[ch.peer];
+    (ct == ChannelType::Memory ? peer.memSignals : peer.portSignals)[ch.peerChannel]++;
+  }
+
+  Step waitAll() {
+    ChannelType ct = op.channelType;
+    if (ct != ChannelType::Memory && ct != ChannelType::Port)
+      return Step::Done;
+    RankState &rs = m.ranks[tb.rank];
+    auto &sig = ct == ChannelType::Memory ? rs.memSignals : rs.portSignals;
+    auto &wt = ct == ChannelType::Memory ? rs.memWaits : rs.portWaits;
+    const auto &list = ct == ChannelType::Memory ? m.resolved->gpus[tb.rank].memoryChannels
+                                                 : m.resolved->gpus[tb.rank].portChannels;
+    bool progressed = false;
+    while (tb.cursor < op.channels.size()) {
+      uint32_t c = op.channels[tb.cursor];
+      if (sig[c] > wt[c]) {
+        wt[c]++;
+        tb.cursor++;
+        progressed = true;
+        continue;
+      }
+      const ResolvedChannel &ch = list[c];
+      tb.blockedOn = "waits for a signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(c) +
+                     " from rank " + std::to_string(ch.peer) +
+                     (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")
+                                                   : " (its " + std::string(channelTypeName(ct)) + " channel " +
+                                                         std::to_string(ch.peerChannel) + ")") +
+                     "; received " + std::to_string(sig[c]) + " signals, " + std::to_string(wt[c]) + " consumed";
+      return progressed ? Step::Progress : Step::Blocked;
+    }
+    return Step::Done;
+  }
+
+  // --- Plain data ---------------------------------------------------------------------------
+  void copyBytes(uint8_t *dst, const uint8_t *src, uint64_t n) {
+    if (n && dst != src)
+      std::memmove(dst, src, n);
+  }
+
+  /// Reduce sources (pointers, each `len` bytes) into the first destination; copy to the rest.
+  void reduceInto(const std::vector<const uint8_t *> &srcs, const std::vector<uint8_t *> &dsts, uint64_t len) {
+    if (len == 0)
+      return;
+    uint8_t *d0 = dsts[0];
+    bool overlap = false;
+    for (size_t k = 1; k < srcs.size(); ++k)
+      if (srcs[k] < d0 + len && d0 < srcs[k] + len)
+        overlap = true;
+    if (srcs[0] != d0 && srcs[0] < d0 + len && d0 < srcs[0] + len)
+      overlap = true;
+    uint8_t *acc = d0;
+    if (overlap) {
+      if (m.tmp.size() < len)
+        m.tmp.resize(len);
+      acc = m.tmp.data();
+    }
+    if (srcs.size() == 1)
+      copyBytes(acc, srcs[0], len);
+    else {
+      reduceElements(acc, srcs[0], srcs[1], len, m.dataType, reduceOp());
+      for (size_t k = 2; k < srcs.size(); ++k)
+        reduceElements(acc, acc, srcs[k], len, m.dataType, reduceOp());
+    }
+    if (acc != d0)
+      copyBytes(d0, acc, len);
+    for (size_t k = 1; k < dsts.size(); ++k)
+      copyBytes(dsts[k], d0, len);
+  }
+
+  Step put(bool withSignal) {
+    const size_t n = op.dst.size();
+    for (size_t i = 0; i < n; ++i) {
+      ByteRange dw = window(op.dst[i]);
+      ByteRange sw = window(op.src[i]);
+      sw.length = dw.length;
+      uint8_t *d = plainEntry(op.dst[i], dw, entryName("dst_buff", i));
+      uint8_t *s = plainEntry(op.src[i], sw, entryName("src_buff", i));
+      copyBytes(d, s, dw.length);
+      if (withSignal && i < op.channels.size())
+        signal(op.channels[i]);
+    }
+    return Step::Done;
+  }
+
+  Step get() {
+    for (size_t i = 0; i < op.src.size(); ++i) {
+      ByteRange sw = window(op.src[i]);
+      ByteRange dw = window(op.dst[i]);
+      dw.length = sw.length;
+      uint8_t *s = plainEntry(op.src[i], sw, entryName("src_buff", i));
+      uint8_t *d = plainEntry(op.dst[i], dw, entryName("dst_buff", i));
+      copyBytes(d, s, sw.length);
+    }
+    return Step::Done;
+  }
+
+  Step copy() {
+    ByteRange sw = window(op.src[0]);
+    ByteRange dw = window(op.dst[0]);
+    dw.length = sw.length;
+    copyBytes(plainEntry(op.dst[0], dw, "dst_buff[0]"), plainEntry(op.src[0], sw, "src_buff[0]"), sw.length);
+    return Step::Done;
+  }
+
+  /// re, res, rre, rres: sum of all src entries (local or remote) into dst[0], copied to dst[1..].
+  Step reduce() {
+    ByteRange w0 = window(op.src[0]);
+    const uint64_t len = w0.length;
+    std::vector<const uint8_t *> srcs;
+    for (size_t k = 0; k < op.src.size(); ++k) {
+      ByteRange w = window(op.src[k]);
+      w.length = len;
+      srcs.push_back(plainEntry(op.src[k], w, entryName("src_buff", k)));
+    }
+    std::vector<uint8_t *> dsts;
+    for (size_t k = 0; k < op.dst.size(); ++k) {
+      ByteRange w = window(op.dst[k]);
+      w.length = len;
+      dsts.push_back(plainEntry(op.dst[k], w, entryName("dst_buff", k)));
+    }
+    reduceInto(srcs, dsts, len);
+    return Step::Done;
+  }
+
+  /// glres / glre: load-reduce over every member of the src switch channel; store to every
+  /// member of the dst switch channel (glres) or to the local dst entry (glre).
+  Step groupReduce() {
+    const LoweredEntry &se = op.src[0];
+    ByteRange sw = window(se);
+    const uint64_t len = sw.length;
+    std::vector<const uint8_t *> srcs;
+    for (uint32_t r : members(se))
+      srcs.push_back(plain(r, se.where.type, sw.offset, len, "src_buff[0] (switch member)"));
+    std::vector<uint8_t *> dsts;
+    const LoweredEntry &de = op.dst[0];
+    ByteRange dw = window(de);
+    if (de.where.kind == Location::Kind::Switch) {
+      for (uint32_t r : members(de))
+        dsts.push_back(plain(r, de.where.type, dw.offset, len, "dst_buff[0] (switch member)"));
+    } else {
+      dw.length = len;
+      dsts.push_back(plainEntry(de, dw, "dst_buff[0]"));
+    }
+    reduceInto(srcs, dsts, len);
+    return Step::Done;
+  }
+
+  Step groupStore() {
+    ByteRange sw = window(op.src[0]);
+    const uint8_t *s = plainEntry(op.src[0], sw, "src_buff[0]");
+    const LoweredEntry &de = op.dst[0];
+    ByteRange dw = window(de);
+    for (uint32_t r : members(de))
+      copyBytes(plain(r, de.where.type, dw.offset, sw.length, "dst_buff[0] (switch member)"), s, sw.length);
+    return Step::Done;
+  }
+
+  // --- Packets ------------------------------------------------------------------------------
+  uint64_t payload() const { return m.packetType == PacketType::LL16 ? 8 : 4; }
+  uint64_t packetBytes() const { return 2 * payload(); }
+
+  bool ready(const uint8_t *region, uint64_t i) const {
+    uint32_t f0, f1;
+    if (m.packetType == PacketType::LL16) {
+      std::memcpy(&f0, region + 16 * i + 4, 4);
+      std::memcpy(&f1, region + 16 * i + 12, 4);
+      return f0 == m.flag && f1 == m.flag;
+    }
+    std::memcpy(&f0, region + 8 * i + 4, 4);
+    return f0 == m.flag;
+  }
+  void readPayload(const uint8_t *region, uint64_t i, uint8_t *out) const {
+    if (m.packetType == PacketType::LL16) {
+      std::memcpy(out, region + 16 * i, 4);
+      std::memcpy(out + 4, region + 16 * i + 8, 4);
+    } else {
+      std::memcpy(out, region + 8 * i, 4);
+    }
+  }
+  void writePacket(uint8_t *region, uint64_t i, const uint8_t *in) const {
+    if (m.packetType == PacketType::LL16) {
+      uint8_t p[16];
+      std::memcpy(p, in, 4);
+      std::memcpy(p + 4, &m.flag, 4);
+      std::memcpy(p + 8, in + 4, 4);
+      std::memcpy(p + 12, &m.flag, 4);
+      std::memcpy(region + 16 * i, p, 16);
+    } else {
+      uint8_t p[8];
+      std::memcpy(p, in, 4);
+      std::memcpy(p + 4, &m.flag, 4);
+      std::memcpy(region + 8 * i, p, 8);
+    }
+  }
+
+  uint64_t packetCount(uint64_t len) const {
+    if (len % payload() != 0)
+      misuse("payload length " + std::to_string(len) + " bytes is not a multiple of the " +
+             std::string(packetTypeName(m.packetType)) + " payload (" + std::to_string(payload()) + " bytes)");
+    return len / payload();
+  }
+
+  uint8_t *packetEntry(const LoweredEntry &e, uint64_t len, const std::string &what) const {
+    return packets(ownerOf(e), e.where.type, e.bytes.offset, len, what.c_str());
+  }
+
+  void blockedOnPacket(const LoweredEntry &e, const char *side, size_t j, uint64_t i, uint64_t n) {
+    uint64_t at = 2 * e.bytes.offset + i * packetBytes();
+    tb.blockedOn = "waits for packet " + std::to_string(i) + " of " + std::to_string(n) + " (flag " +
+                   std::to_string(m.flag) + ") of " + side + "[" + std::to_string(j) + "] in rank " +
+                   std::to_string(ownerOf(e)) + "'s " + bufferWord(e.where.type) + " bytes [" + std::to_string(at) +
+                   ", " + std::to_string(at + packetBytes()) + ") (packet region [" +
+                   std::to_string(2 * e.bytes.offset) + ", " + std::to_string(2 * e.bytes.end()) + "))";
+  }
+
+  /// cpkt / ppkt: plain sources -> packets (no waiting).
+  Step toPackets() {
+    const size_t n = op.type == OpType::CopyPackets ? 1 : op.dst.size();
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t len = op.src[i].bytes.length;
+      uint64_t cnt = packetCount(len);
+      const uint8_t *s = plainEntry(op.src[i], op.src[i].bytes, entryName("src_buff", i));
+      uint8_t *d = packetEntry(op.dst[i], len, entryName("dst_buff", i));
+      for (uint64_t k = 0; k < cnt; ++k)
+        writePacket(d, k, s + k * payload());
+    }
+    return Step::Done;
+  }
+
+  /// upkt, rppkt, gstorepkt: consume the packets of src[0] as they arrive.
+  Step fromPackets() {
+    const LoweredEntry &se = op.src[0];
+    const uint64_t len = se.bytes.length;
+    const uint64_t cnt = packetCount(len);
+    const uint8_t *s = packetEntry(se, len, "src_buff[0]");
+    std::vector<uint8_t *> outs;    // plain (upkt) or packet (rppkt, gstorepkt) destinations
+    if (op.type == OpType::UnpackPackets) {
+      ByteRange dw = op.dst[0].bytes;
+      dw.length = len;
+      outs.push_back(plainEntry(op.dst[0], dw, "dst_buff[0]"));
+    } else if (op.type == OpType::ReadPutPackets) {
+      for (size_t j = 0; j < op.dst.size(); ++j)
+        outs.push_back(packetEntry(op.dst[j], len, entryName("dst_buff", j)));
+    } else { // gstorepkt
+      const LoweredEntry &de = op.dst[0];
+      for (uint32_t r : members(de))
+        outs.push_back(packets(r, de.where.type, de.bytes.offset, len, "dst_buff[0] (switch member)"));
+    }
+    bool progressed = false;
+    uint8_t buf[8];
+    while (tb.cursor < cnt) {
+      uint64_t i = tb.cursor;
+      if (!ready(s, i)) {
+        blockedOnPacket(se, "src_buff", 0, i, cnt);
+        return progressed ? Step::Progress : Step::Blocked;
+      }
+      readPayload(s, i, buf);
+      if (op.type == OpType::UnpackPackets)
+        std::memcpy(outs[0] + i * payload(), buf, payload());
+      else
+        for (uint8_t *o : outs)
+          writePacket(o, i, buf);
+      tb.cursor++;
+      progressed = true;
+    }
+    return Step::Done;
+  }
+
+  /// repkt, recpkt, respkt, recspkt: d = (s1 op s2 op ...) op a, packet by packet.
+  Step reducePackets() {
+    const uint64_t len = op.src[0].bytes.length;
+    const uint64_t cnt = packetCount(len);
+    const uint8_t *a = plainEntry(op.src[0], op.src[0].bytes, "src_buff[0]");
+    std::vector<const uint8_t *> pk;
+    for (size_t j = 1; j < op.src.size(); ++j)
+      pk.push_back(packetEntry(op.src[j], len, entryName("src_buff", j)));
+    ByteRange dw = op.dst[0].bytes;
+    dw.length = len;
+    uint8_t *d = plainEntry(op.dst[0], dw, "dst_buff[0]");
+    std::vector<uint8_t *> outPk; // packet destinations
+    size_t firstRemote = 1;
+    if (op.type == OpType::ReduceCopyPackets || op.type == OpType::ReduceCopySendPackets) {
+      if (op.dst.size() < 2)
+        misuse("needs a packet destination dst_buff[1]");
+      outPk.push_back(packetEntry(op.dst[1], len, "dst_buff[1]"));
+      firstRemote = 2;
+    }
+    if (op.type == OpType::ReduceSendPackets || op.type == OpType::ReduceCopySendPackets)
+      for (size_t j = firstRemote; j < op.dst.size(); ++j)
+        outPk.push_back(packetEntry(op.dst[j], len, entryName("dst_buff", j)));
+    const uint64_t P = payload();
+    uint8_t acc[8], tmp[8];
+    bool progressed = false;
+    while (tb.cursor < cnt) {
+      uint64_t i = tb.cursor;
+      for (size_t j = 0; j < pk.size(); ++j)
+        if (!ready(pk[j], i)) {
+          blockedOnPacket(op.src[j + 1], "src_buff", j + 1, i, cnt);
+          return progressed ? Step::Progress : Step::Blocked;
+        }
+      if (pk.empty()) {
+        std::memcpy(acc, a + i * P, P);
+      } else {
+        readPayload(pk[0], i, acc);
+        for (size_t j = 1; j < pk.size(); ++j) {
+          readPayload(pk[j], i, tmp);
+          reduceElements(acc, acc, tmp, P, m.dataType, reduceOp());
+        }
+        reduceElements(acc, acc, a + i * P, P, m.dataType, reduceOp());
+      }
+      std::memcpy(d + i * P, acc, P);
+      for (uint8_t *o : outPk)
+        writePacket(o, i, acc);
+      tb.cursor++;
+      progressed = true;
+    }
+    return Step::Done;
+  }
+
+  // --- Barrier and semaphores -------------------------------------------------------------
+  Step barrier() {
+    if (op.numThreadblocks <= 1)
+      return Step::Done;
+    RankState &rs = m.ranks[tb.rank];
+    if (op.barrierId >= rs.barriers.size())
+      rs.barriers.resize(op.barrierId + 1);
+    Barrier &b = rs.barriers[op.barrierId];
+    if (!tb.arrived) {
+      if (b.arrived == 0)
+        b.expected = op.numThreadblocks;
+      else if (b.expected != op.numThreadblocks)
+        misuse("barrier " + std::to_string(op.barrierId) + " entered with num_threadblocks " +
+               std::to_string(op.numThreadblocks) + " while other threadblocks entered it with " +
+               std::to_string(b.expected));
+      tb.arrived = true;
+      tb.barrierGeneration = b.generation;
+      if (++b.arrived == b.expected) {
+        b.arrived = 0;
+        b.generation++;
+        return Step::Done;
+      }
+      tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
+                     std::to_string(b.expected) + " threadblocks arrived";
+      return Step::Progress;
+    }
+    if (b.generation != tb.barrierGeneration)
+      return Step::Done;
+    tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
+                   std::to_string(b.expected) + " threadblocks arrived";
+    return Step::Blocked;
+  }
+
+  /// Reference semantics: every thread j atomically decrements semaphore ids[j] at once; if the
+  /// old value was <= 0 it spins until the value is back at >= the old value (a matching release).
+  Step semAcquire() {
+    RankState &rs = m.ranks[tb.rank];
+    if (!tb.arrived) {
+      tb.arrived = true;
+      tb.semOld.clear();
+      for (uint32_t id : op.semaphores)
+        tb.semOld.push_back(rs.semaphores[id]--);
+      tb.cursor = 0;
+    }
+    bool progressed = false;
+    while (tb.cursor < op.semaphores.size()) {
+      uint32_t id = op.semaphores[tb.cursor];
+      int64_t old = tb.semOld[tb.cursor];
+      if (old > 0 || rs.semaphores[id] >= old) {
+        tb.cursor++;
+        progressed = true;
+        continue;
+      }
+      tb.blockedOn = "waits to acquire semaphore " + std::to_string(id) + " (value " +
+                     std::to_string(rs.semaphores[id]) + " after its decrement; needs a sem_release)";
+      return progressed ? Step::Progress : Step::Blocked;
+    }
+    return Step::Done;
+  }
+
+  Step semRelease() {
+    RankState &rs = m.ranks[tb.rank];
+    for (uint32_t id : op.semaphores)
+      rs.semaphores[id]++;
+    return Step::Done;
+  }
+
+  Step run() {
+    switch (op.type) {
+    case OpType::Nop: return Step::Done;
+    case OpType::Barrier: return barrier();
+    case OpType::Signal:
+    case OpType::RelaxedSignal:
+      for (uint32_t c : op.channels)
+        signal(c);
+      return Step::Done;
+    case OpType::Wait:
+    case OpType::RelaxedWait: return waitAll();
+    case OpType::Flush: return Step::Done; // port transfers complete when issued (docs/runtime.md)
+    case OpType::SemAcquire: return semAcquire();
+    case OpType::SemRelease: return semRelease();
+    case OpType::Put: return put(false);
+    case OpType::PutWithSignal:
+    case OpType::PutWithSignalAndFlush: return put(true);
+    case OpType::Get: return get();
+    case OpType::Copy: return copy();
+    case OpType::Reduce:
+    case OpType::ReduceSend:
+    case OpType::ReadReduce:
+    case OpType::ReadReduceSend: return reduce();
+    case OpType::MultiLoadReduceStore:
+    case OpType::MultiLoadReduce: return groupReduce();
+    case OpType::MultiStore: return groupStore();
+    case OpType::CopyPackets:
+    case OpType::PutPackets: return toPackets();
+    case OpType::UnpackPackets:
+    case OpType::ReadPutPackets:
+    case OpType::MultiStorePackets: return fromPackets();
+    case OpType::ReducePackets:
+    case OpType::ReduceCopyPackets:
+    case OpType::ReduceSendPackets:
+    case OpType::ReduceCopySendPackets: return reducePackets();
+    case OpType::Pipeline: return Step::Done; // handled by the scheduler
+    }
+    misuse("unknown op");
+  }
+};
+
+} // namespace
+
+Step stepOp(Machine &m, TbState &tb, const LoweredOp &op) {
+  Ctx c{m, tb, op};
+  return c.run();
+}
+
+} // namespace msccl::runtime::cpu
