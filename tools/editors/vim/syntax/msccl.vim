@@ -33,8 +33,8 @@ syn keyword mscclClass AllGather AllReduce AllToAll Buffer LoopIterationContext 
 syn keyword mscclClass Rank ReduceScatter Semaphore SendRecv SwitchChannel TestCollective ThreadBlockGroup
 syn keyword mscclEnum BufferType ReduceOperationType ReplicationPolicy SyncType
 syn match mscclBuiltinFunction "\<\%(assert\|error\|print\|range\|list\|abs\|len\|max\|min\|str\)\>\ze\s*("
-syn match mscclMethod "\%(\.\s*\)\@<=\%(put_with_signal_and_flush\|broadcast_packets\|get_output_buffer\|get_input_buffer\|read_put_packets\|put_with_signal\|unpack_packets\|copy_packets\|put_packets\|broadcast\|acquire\|at_rank\|barrier\|release\|append\|reduce\|signal\|values\|flush\|items\|copy\|keys\|wait\|get\|put\)\>\ze\s*("
-syn match mscclAttribute "\%(\.\s*\)\@<=\%(buffer_type\|dst_rank\|src_rank\|buffer\|offset\|index\|rank\|size\)\>\%(\s*(\)\@!"
+syn match mscclMethod "\%(\.\s*\)\@<=\%(put_with_signal_and_flush\|broadcast_packets\|get_output_buffer\|get_input_buffer\|read_put_packets\|put_with_signal\|unpack_packets\|copy_packets\|put_packets\|broadcast\|acquire\|at_rank\|barrier\|release\|append\|reduce\|signal\|values\|flush\|items\|numtb\|copy\|keys\|wait\|get\|put\)\>\ze\s*("
+syn match mscclAttribute "\%(\.\s*\)\@<=\%(buffer_type\|dst_rank\|src_rank\|tb_list\|buffer\|offset\|index\|rank\|size\)\>\%(\s*(\)\@!"
 syn match mscclEnumMember "\%(\<BufferType\s*\.\s*\)\@<=\%(scratch\|output\|input\)\>"
 syn match mscclEnumMember "\%(\<ReduceOperationType\s*\.\s*\)\@<=\%(max\|min\|sum\)\>"
 syn match mscclEnumMember "\%(\<ReplicationPolicy\s*\.\s*\)\@<=\%(interleaved\|none\)\>"

@@ -1,0 +1,53 @@
+//===- Elaborate.h - Evaluate a checked Unit into a DSL program -------------------------===//
+//
+// Consumes: a Unit that passed the checks phase (Check.h) and the -D / program-option
+// overrides of the command line.
+// Produces: the ir::Program (Dsl.h) built by running the program body: every DSL object and
+// op of the program is one call of the Dsl.h API. Params are evaluated lazily (so order does
+// not matter; a cycle is err_param_cycle) with -D values replacing their initializers.
+// Errors: every evaluation error (type errors, division by zero, overflow, out-of-range
+// indexes, DslError from Dsl.h, assert/error builtins, runaway loops/recursion) becomes one
+// diagnostic at the offending expression followed by notes naming the enclosing loop values
+// (`in for gpu = 3`) and fn calls (`in call to fn `sync_all``), innermost first; evaluation
+// stops at the first error.
+// Limits: ElabOptions::maxLoopIterations iterations over all loops of a run (default 50 million)
+// and maxCallDepth nested fn calls (default 200).
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/diag/Diagnostics.h"
+#include "msccl/elab/Loader.h"
+#include "msccl/ir/Dsl.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace msccl::elab {
+
+struct ElabOptions {
+  /// -D NAME=VALUE, in command-line order (VALUE: an int with suffixes, true/false/none, a
+  /// quoted or bare string).
+  std::vector<std::pair<std::string, std::string>> defines;
+  /// Program-option overrides (`--instances=N`, `--option NAME=VALUE`), applied after the
+  /// program's own options; same VALUE syntax, plus enum members (`interleaved`).
+  std::vector<std::pair<std::string, std::string>> optionOverrides;
+  int64_t maxLoopIterations = 50'000'000;
+  unsigned maxCallDepth = 200;
+  /// Where print(...) writes (stderr by default).
+  llvm::raw_ostream *printStream = nullptr;
+};
+
+/// The elaborated program and its plan name.
+struct ElabResult {
+  std::unique_ptr<ir::Program> program;
+};
+
+/// Runs the program. Returns a null program if an error was reported.
+ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions &options);
+
+} // namespace msccl::elab

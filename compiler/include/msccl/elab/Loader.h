@@ -1,0 +1,41 @@
+//===- Loader.h - A main file and its imports -> a Unit ---------------------------------===//
+//
+// Consumes: a buffer of the SourceMgr (the main file) and a search path.
+// Produces: a Unit with every parsed module (imports first, each file once) and the main module.
+// Imports resolve relative to the importing file, then in each -I directory, then in the stdlib
+// directory (`import "stdlib:NAME"` means stdlib/NAME.msccl). Imported files may hold params and
+// fns but no `program` (err_import_has_program). A file imported twice is loaded once.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/diag/Diagnostics.h"
+#include "msccl/frontend/Ast.h"
+
+#include <string>
+#include <vector>
+
+namespace msccl::elab {
+
+/// The modules of one compilation and the global declarations (filled by the checks phase).
+struct Unit {
+  ast::AstContext *ctx = nullptr;
+  ast::Module *main = nullptr;
+  std::vector<ast::Module *> modules; ///< imports first (in load order), main last
+  std::vector<const ast::ParamDecl *> params;
+  std::vector<ast::FnDecl *> fns;
+  ast::ProgramDecl *program = nullptr;
+};
+
+struct SearchPath {
+  std::vector<std::string> includeDirs; ///< -I, in order
+  std::string stdlibDir;                ///< MSCCL_STDLIB_PATH or the compiled-in stdlib/
+};
+
+/// The stdlib directory: $MSCCL_STDLIB_PATH if set, else the source tree's stdlib/.
+std::string defaultStdlibDir();
+
+/// Parses `mainBuffer` and (recursively) its imports. Returns false if any error was reported.
+bool loadUnit(ast::AstContext &ctx, diag::DiagEngine &diag, unsigned mainBuffer, const SearchPath &path, Unit &unit);
+
+} // namespace msccl::elab

@@ -1,0 +1,347 @@
+//===- Driver.cpp - The mscclc command line ---------------------------------------------===//
+//
+// Consumes argv; produces the emitted text (AST dump, IR dump or JSON plan) or diagnostics.
+// Flow: parse (frontend) -> check (elab/Check.h) -> elaborate (elab/Elaborate.h) ->
+// passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/driver/Driver.h"
+
+#include "msccl/backend/Lower.h"
+#include "msccl/driver/Verify.h"
+#include "msccl/elab/Check.h"
+#include "msccl/elab/Elaborate.h"
+#include "msccl/elab/Loader.h"
+#include "msccl/frontend/AstDump.h"
+#include "msccl/ir/IR.h"
+#include "msccl/passes/Pipeline.h"
+#include "msccl/plan/PlanJson.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/thread.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <iterator>
+#include <sstream>
+
+namespace msccl::driver {
+
+using diag::DiagId;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Emit { Ast, Ir, Json };
+
+cl::OptionCategory cat("mscclc options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.msccl | - | stdlib:NAME>"), cl::init(""), cl::cat(cat));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"), cl::init(""), cl::cat(cat));
+cl::list<std::string> defines("D", cl::Prefix, cl::desc("Override a param: -D NAME=VALUE"), cl::value_desc("NAME=VALUE"), cl::cat(cat));
+cl::list<std::string> includeDirs("I", cl::Prefix, cl::desc("Add an import search directory"), cl::value_desc("dir"), cl::cat(cat));
+cl::opt<Emit> emit("emit", cl::desc("What to emit"), cl::init(Emit::Json),
+                   cl::values(clEnumValN(Emit::Ast, "ast", "the checked AST"),
+                              clEnumValN(Emit::Ir, "ir", "the DSL IR before passes"),
+                              clEnumValN(Emit::Json, "json", "the MSCCL++ JSON execution plan (default)")),
+                   cl::cat(cat));
+cl::list<std::string> printAfter("print-after", cl::desc("Print the IR to stderr after a pass (pairing, fusion, "
+                                                         "sync-insertion, dependency, replication, or all)"),
+                                 cl::value_desc("pass"), cl::CommaSeparated, cl::cat(cat));
+cl::opt<bool> noFusion("no-fusion", cl::desc("Skip instruction fusion"), cl::init(false), cl::cat(cat));
+cl::opt<bool> noAutoSync("no-auto-sync", cl::desc("Skip the data-dependency sync pass"), cl::init(false), cl::cat(cat));
+cl::opt<std::string> instances("instances", cl::desc("Override the program option `instances`"), cl::value_desc("N"), cl::init(""), cl::cat(cat));
+cl::opt<std::string> protocol("protocol", cl::desc("Override the program option `protocol` (Simple, LL)"), cl::value_desc("P"), cl::init(""), cl::cat(cat));
+cl::list<std::string> optionOverrides("option", cl::desc("Override a program option: --option NAME=VALUE"),
+                                      cl::value_desc("NAME=VALUE"), cl::cat(cat));
+cl::opt<bool> verify("verify-diagnostics", cl::desc("Check `// expected-error {{...}}` comments"), cl::init(false), cl::cat(cat));
+cl::opt<bool> listStdlib("list-stdlib", cl::desc("List the stdlib programs with their summaries"), cl::init(false), cl::cat(cat));
+cl::opt<int64_t> maxLoop("max-loop-iterations", cl::desc("Limit on loop iterations of one compilation"),
+                         cl::init(50'000'000), cl::cat(cat));
+cl::opt<unsigned> maxDepth("max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat));
+cl::opt<bool> compact("compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat));
+
+/// The largest --max-call-depth accepted (each level may need a few KiB of C++ stack).
+constexpr unsigned kMaxCallDepthLimit = 100000;
+
+struct Options {
+  elab::SearchPath path;
+  elab::ElabOptions elab;
+  std::vector<std::string> printAfter;
+};
+
+// Every cl::opt has an explicit cl::init: ResetAllOptionOccurrences (called per run, so that
+// in-process runs do not see each other's options) only restores options that have one.
+
+/// What a compilation produces: text (AST/IR dumps) or a plan, streamed out by writeOutput.
+struct Output {
+  std::string text;
+  std::optional<plan::Plan> plan;
+};
+
+/// parse -> check -> elaborate -> passes -> lower. The IR (the elaborated program) is dropped
+/// when this returns; only the plan is kept. Returns false on error (reported).
+bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err) {
+  std::string &outText = output.text;
+  ast::AstContext ctx;
+  elab::Unit unit;
+  if (!elab::loadUnit(ctx, diag, buffer, o.path, unit))
+    return false;
+  if (!elab::checkUnit(unit, diag))
+    return false;
+  if (emit == Emit::Ast) {
+    llvm::raw_string_ostream os(outText);
+    for (ast::Module *m : unit.modules)
+      frontend::dumpAst(ctx, *m, diag.sourceMgr(), os);
+    return true;
+  }
+  elab::ElabOptions eo = o.elab;
+  eo.printStream = &err;
+  elab::ElabResult r = elab::elaborate(unit, diag, eo);
+  if (!r.program)
+    return false;
+  if (emit == Emit::Ir) {
+    outText = ir::printIR(r.program->ir());
+    return true;
+  }
+  passes::PipelineOptions po;
+  po.skipFusion = noFusion;
+  po.skipAutoSync = noAutoSync;
+  if (!o.printAfter.empty())
+    po.afterPass = [&](std::string_view pass, const ir::ProgramIR &irp) {
+      for (auto &p : o.printAfter)
+        if (p == "all" || p == pass) {
+          err << "// ----- IR after " << std::string(pass) << " -----\n" << ir::printIR(irp);
+          break;
+        }
+    };
+  try {
+    output.plan = backend::compile(*r.program, po);
+  } catch (const ir::DslError &e) {
+    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    return false;
+  } catch (const plan::PlanError &e) {
+    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    return false;
+  }
+  return true;
+}
+
+/// A std::streambuf that forwards to an llvm::raw_ostream (for streaming the plan to `out`).
+class RawStreamBuf : public std::streambuf {
+public:
+  explicit RawStreamBuf(llvm::raw_ostream &os) : os_(os) {}
+
+protected:
+  std::streamsize xsputn(const char *s, std::streamsize n) override {
+    os_.write(s, static_cast<size_t>(n));
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof())
+      os_ << static_cast<char>(c);
+    return traits_type::not_eof(c);
+  }
+
+private:
+  llvm::raw_ostream &os_;
+};
+
+void writeOutput(const Output &output, std::ostream &os) {
+  if (output.plan)
+    plan::writePlan(os, *output.plan, compact ? -1 : 2);
+  else
+    os << output.text;
+  os.flush();
+}
+
+/// Runs `fn` on a thread whose stack fits --max-call-depth nested fn calls (the interpreter and
+/// the ANTLR parser recurse on the C++ stack): 16 MiB plus 4 KiB per allowed call level.
+void onBigStack(const std::function<void()> &fn) {
+  unsigned stack = 16u << 20;
+  stack += static_cast<unsigned>(std::min<uint64_t>(maxDepth, kMaxCallDepthLimit) * 4096u);
+  llvm::thread t(llvm::Optional<unsigned>(stack), [&fn] { fn(); });
+  t.join();
+}
+
+/// The first `//` comment line of a file, without the slashes.
+std::string summaryOf(llvm::StringRef text) {
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    llvm::StringRef t = line.trim();
+    if (t.startswith("//"))
+      return t.drop_front(2).trim().str();
+    if (!t.empty())
+      break;
+    text = rest;
+  }
+  return "";
+}
+
+bool hasProgram(llvm::StringRef text) {
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    if (line.ltrim().startswith("program "))
+      return true;
+    text = rest;
+  }
+  return false;
+}
+
+int listStdlibPrograms(const std::string &dir, llvm::raw_ostream &out, diag::DiagEngine &diag) {
+  std::error_code ec;
+  std::vector<std::pair<std::string, std::string>> rows;
+  if (!llvm::sys::fs::is_directory(dir)) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {dir, "not a directory"});
+    return 1;
+  }
+  for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+    llvm::StringRef p = it->path();
+    if (!p.endswith(".msccl"))
+      continue;
+    auto buf = llvm::MemoryBuffer::getFile(p);
+    if (!buf || !hasProgram((*buf)->getBuffer()))
+      continue;
+    llvm::StringRef rel = p.drop_front(dir.size());
+    while (rel.startswith("/"))
+      rel = rel.drop_front();
+    rows.push_back({rel.drop_back(6).str(), summaryOf((*buf)->getBuffer())});
+  }
+  std::sort(rows.begin(), rows.end());
+  size_t width = 0;
+  for (auto &r : rows)
+    width = std::max(width, r.first.size());
+  for (auto &r : rows) {
+    out << r.first;
+    out.indent(static_cast<unsigned>(width - r.first.size() + 2)) << r.second << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
+  cl::ResetAllOptionOccurrences();
+  cl::HideUnrelatedOptions(cat);
+  if (!cl::ParseCommandLineOptions(argc, argv, "mscclc: compile .msccl collective algorithms to MSCCL++ JSON plans\n", &err))
+    return 1;
+
+  llvm::SourceMgr sm;
+  diag::DiagEngine diag(sm, err);
+  Options o;
+  o.path.includeDirs.assign(includeDirs.begin(), includeDirs.end());
+  o.path.stdlibDir = elab::defaultStdlibDir();
+  o.printAfter.assign(printAfter.begin(), printAfter.end());
+  for (auto &p : o.printAfter)
+    if (p != "all" && !passes::isPassName(p)) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_argument, {"--print-after=" + p, "unknown pass"});
+      return 1;
+    }
+  if (maxDepth > kMaxCallDepthLimit) {
+    diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
+                {"--max-call-depth=" + std::to_string(maxDepth), "at most " + std::to_string(kMaxCallDepthLimit)});
+    return 1;
+  }
+  o.elab.maxLoopIterations = maxLoop;
+  o.elab.maxCallDepth = maxDepth;
+  for (auto &d : defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_define, {d});
+      return 1;
+    }
+    o.elab.defines.push_back({d.substr(0, eq), d.substr(eq + 1)});
+  }
+  if (!instances.empty())
+    o.elab.optionOverrides.push_back({"instances", instances});
+  if (!protocol.empty())
+    o.elab.optionOverrides.push_back({"protocol", protocol});
+  for (auto &ov : optionOverrides) {
+    size_t eq = ov.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_option_override, {ov, "expected NAME=VALUE"});
+      return 1;
+    }
+    o.elab.optionOverrides.push_back({ov.substr(0, eq), ov.substr(eq + 1)});
+  }
+
+  if (listStdlib)
+    return listStdlibPrograms(o.path.stdlibDir, out, diag);
+
+  if (inputFile.empty()) {
+    err << "mscclc: error: no input file (use `-` for stdin; see --help)\n";
+    return 1;
+  }
+  std::string name = inputFile;
+  std::unique_ptr<llvm::MemoryBuffer> buf;
+  if (name == "-") {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    buf = llvm::MemoryBuffer::getMemBufferCopy(text, "<stdin>");
+  } else {
+    std::string file = name;
+    if (llvm::StringRef(name).startswith("stdlib:")) {
+      llvm::SmallString<256> p(o.path.stdlibDir);
+      llvm::sys::path::append(p, name.substr(7) + ".msccl");
+      file = std::string(p);
+      if (!llvm::sys::fs::is_regular_file(file)) {
+        diag.report(llvm::SMLoc(), DiagId::err_unknown_stdlib, {name.substr(7), file});
+        return 1;
+      }
+    }
+    auto b = llvm::MemoryBuffer::getFile(file);
+    if (!b) {
+      diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {file, b.getError().message()});
+      return 1;
+    }
+    buf = std::move(*b);
+  }
+
+  if (verify) {
+    bool ok = verifyDiagnostics(buf->getBufferIdentifier().str(), buf->getBuffer().str(),
+                                [&](diag::DiagEngine &d, unsigned id) {
+                                  Output ignored;
+                                  std::string printed;
+                                  llvm::raw_string_ostream sink(printed);
+                                  onBigStack([&] { compileBuffer(d, id, o, ignored, sink); });
+                                },
+                                err);
+    return ok ? 0 : 1;
+  }
+
+  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
+  Output output;
+  bool ok = false;
+  onBigStack([&] { ok = compileBuffer(diag, id, o, output, err); });
+  if (!ok)
+    return 1;
+  // The plan is streamed (never built as one string), to `out` or to the -o file, which is
+  // only created once the compilation succeeded.
+  if (outputFile.empty() || outputFile == "-") {
+    RawStreamBuf buf(out);
+    std::ostream os(&buf);
+    writeOutput(output, os);
+    out.flush();
+    return 0;
+  }
+  std::ofstream file(outputFile, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, std::strerror(errno)});
+    return 1;
+  }
+  writeOutput(output, file);
+  file.close();
+  if (!file) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, "write failed"});
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace msccl::driver

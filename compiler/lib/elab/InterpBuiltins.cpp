@@ -1,0 +1,456 @@
+//===- InterpBuiltins.cpp - Builtin functions, DSL constructors, methods, attributes ----===//
+//
+// Every DSL call of a .msccl program ends here and becomes exactly one call of the Dsl.h API
+// (msccl/ir/Dsl.h); DslError becomes err_dsl at the call with the context notes. Arguments are
+// converted with the parameter types of Builtins.def; a wrong type is err_arg_type naming the
+// parameter and the callee.
+//
+//===------------------------------------------------------------------------------------===//
+#include "Interp.h"
+
+namespace msccl::elab {
+
+using namespace msccl::ast;
+using diag::DiagId;
+
+// ---- argument conversion ----------------------------------------------------------------------
+
+void Interp::badArg(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  const ParamInfo &pi = (*c.params)[p];
+  fail(loc, DiagId::err_arg_type, {pi.name, *c.callee, describe(pi.type), typeName(v)});
+}
+
+int64_t Interp::toInt(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (!v.isInt())
+    badArg(v, c, p, loc);
+  return v.asInt();
+}
+std::optional<int64_t> Interp::toOptInt(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (v.isNone())
+    return std::nullopt;
+  return toInt(v, c, p, loc);
+}
+bool Interp::toBool(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (!v.isBool())
+    badArg(v, c, p, loc);
+  return v.asBool();
+}
+const ir::Chunk &Interp::toChunk(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (v.kind() == ValueKind::Object)
+    if (auto *ch = std::get_if<ir::Chunk>(&v.as<DslObj>().handle))
+      return *ch;
+  badArg(v, c, p, loc);
+}
+std::vector<ir::Chunk> Interp::toChunkList(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (v.kind() != ValueKind::List && v.kind() != ValueKind::Tuple)
+    badArg(v, c, p, loc);
+  std::vector<ir::Chunk> out;
+  for (auto &x : v.as<ListObj>().items)
+    out.push_back(toChunk(x, c, p, loc));
+  return out;
+}
+std::vector<int64_t> Interp::toIntList(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  std::vector<int64_t> out;
+  if (v.kind() == ValueKind::Range) {
+    auto &r = v.as<RangeObj>();
+    for (int64_t i = 0, n = r.length(); i < n; ++i)
+      out.push_back(r.at(i));
+    return out;
+  }
+  if (v.kind() != ValueKind::List && v.kind() != ValueKind::Tuple)
+    badArg(v, c, p, loc);
+  for (auto &x : v.as<ListObj>().items)
+    out.push_back(toInt(x, c, p, loc));
+  return out;
+}
+int64_t Interp::toEnum(const Value &v, EnumId e, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (v.kind() != ValueKind::Enum || v.enumId() != e)
+    badArg(v, c, p, loc);
+  return v.enumMember();
+}
+const ir::ThreadBlockGroup *Interp::toTbGroup(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
+  if (v.isNone())
+    return nullptr;
+  if (v.kind() == ValueKind::Object)
+    if (auto *g = std::get_if<ir::ThreadBlockGroup>(&v.as<DslObj>().handle))
+      return g;
+  badArg(v, c, p, loc);
+}
+
+Value Interp::defaultValue(const DefaultValue &d) {
+  switch (d.kind) {
+  case DefaultValue::Int: return Value::integer(d.i);
+  case DefaultValue::Bool: return Value::boolean(d.i != 0);
+  case DefaultValue::Str: return makeStr(d.s);
+  case DefaultValue::Enum: return Value::enumMember(d.enumId, d.i);
+  default: return Value();
+  }
+}
+
+void Interp::collectArgs(const std::vector<Arg> &args, const Binding &b, const std::vector<ParamInfo> &params,
+                         std::vector<Value> &out, std::vector<SMLoc> &locs, SMLoc callLoc) {
+  out.clear();
+  locs.clear();
+  out.reserve(params.size());
+  locs.reserve(params.size());
+  for (size_t p = 0; p < params.size(); ++p) {
+    int a = b.argOf[p];
+    if (a >= 0) {
+      out.push_back(eval(args[static_cast<size_t>(a)].value));
+      locs.push_back(args[static_cast<size_t>(a)].value->loc);
+    } else {
+      out.push_back(defaultValue(params[p].def));
+      locs.push_back(callLoc);
+    }
+  }
+}
+
+// ---- builtin functions --------------------------------------------------------------------------
+
+Value Interp::callBuiltin(const CallExpr *c) {
+  auto id = static_cast<BuiltinFnId>(c->callee->index);
+  std::vector<Value> a;
+  a.reserve(c->args.size());
+  for (auto &x : c->args)
+    a.push_back(eval(x.value));
+  auto argLoc = [&](size_t i) { return i < c->args.size() ? c->args[i].value->loc : c->loc; };
+  auto needInt = [&](size_t i, const char *fn) {
+    if (!a[i].isInt())
+      fail(argLoc(i), DiagId::err_type_mismatch, {std::string("`") + fn + "` needs ints, got " + typeName(a[i])});
+    return a[i].asInt();
+  };
+  switch (id) {
+  case BuiltinFnId::Fn_range: {
+    int64_t start = 0, stop, step = 1;
+    if (a.size() == 1) {
+      stop = needInt(0, "range");
+    } else {
+      start = needInt(0, "range");
+      stop = needInt(1, "range");
+      if (a.size() == 3)
+        step = needInt(2, "range");
+    }
+    if (step == 0)
+      fail(argLoc(2), DiagId::err_range_step_zero);
+    return makeRange(start, stop, step);
+  }
+  case BuiltinFnId::Fn_len: {
+    const Value &v = a[0];
+    switch (v.kind()) {
+    case ValueKind::List:
+    case ValueKind::Tuple: return Value::integer(static_cast<int64_t>(v.as<ListObj>().items.size()));
+    case ValueKind::Map: return Value::integer(static_cast<int64_t>(v.as<MapObj>().entries.size()));
+    case ValueKind::Str: return Value::integer(static_cast<int64_t>(v.as<StrObj>().s.size()));
+    case ValueKind::Range: return Value::integer(v.as<RangeObj>().length());
+    case ValueKind::Object:
+      if (auto *b = std::get_if<ir::Buffer>(&v.as<DslObj>().handle))
+        return Value::integer(b->length());
+      [[fallthrough]];
+    default: fail(argLoc(0), DiagId::err_type_mismatch, {"`len` of " + typeName(v)});
+    }
+  }
+  case BuiltinFnId::Fn_min:
+  case BuiltinFnId::Fn_max: {
+    const char *fn = id == BuiltinFnId::Fn_min ? "min" : "max";
+    std::vector<Value> items;
+    if (a.size() == 1 && (a[0].kind() == ValueKind::List || a[0].kind() == ValueKind::Tuple))
+      items = a[0].as<ListObj>().items;
+    else if (a.size() == 1 && a[0].kind() == ValueKind::Range) {
+      auto &r = a[0].as<RangeObj>();
+      for (int64_t i = 0; i < r.length(); ++i)
+        items.push_back(Value::integer(r.at(i)));
+    } else
+      items = a;
+    if (items.empty())
+      fail(c->loc, DiagId::err_empty_min_max, {fn});
+    int64_t best = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].isInt())
+        fail(argLoc(a.size() == 1 ? 0 : i), DiagId::err_type_mismatch,
+             {std::string("`") + fn + "` needs ints, got " + typeName(items[i])});
+      int64_t v = items[i].asInt();
+      if (i == 0 || (id == BuiltinFnId::Fn_min ? v < best : v > best))
+        best = v;
+    }
+    return Value::integer(best);
+  }
+  case BuiltinFnId::Fn_abs: {
+    int64_t v = needInt(0, "abs");
+    if (v == INT64_MIN)
+      fail(c->loc, DiagId::err_int_overflow, {"abs", std::to_string(v)});
+    return Value::integer(v < 0 ? -v : v);
+  }
+  case BuiltinFnId::Fn_str: return makeStr(toString(a[0]));
+  case BuiltinFnId::Fn_list: {
+    if (a.empty())
+      return makeList();
+    const Value &v = a[0];
+    if (v.kind() == ValueKind::List || v.kind() == ValueKind::Tuple)
+      return makeList(v.as<ListObj>().items);
+    if (v.kind() == ValueKind::Range) {
+      auto &r = v.as<RangeObj>();
+      if (r.length() > (1 << 28))
+        fail(c->loc, DiagId::err_type_mismatch, {"`list` of a range with " + std::to_string(r.length()) + " elements"});
+      std::vector<Value> items;
+      for (int64_t i = 0; i < r.length(); ++i)
+        items.push_back(Value::integer(r.at(i)));
+      return makeList(std::move(items));
+    }
+    if (v.kind() == ValueKind::Map) {
+      std::vector<Value> items;
+      for (auto &kv : v.as<MapObj>().entries)
+        items.push_back(kv.first);
+      return makeList(std::move(items));
+    }
+    fail(argLoc(0), DiagId::err_not_iterable, {typeName(v)});
+  }
+  case BuiltinFnId::Fn_print: {
+    llvm::raw_ostream &os = opts_.printStream ? *opts_.printStream : llvm::errs();
+    for (size_t i = 0; i < a.size(); ++i)
+      os << (i ? " " : "") << toString(a[i]);
+    os << "\n";
+    return Value();
+  }
+  case BuiltinFnId::Fn_assert:
+    if (!(a[0].isBool() || a[0].isInt()) || a[0].asInt() == 0) {
+      if (!a[0].isBool() && !a[0].isInt())
+        fail(argLoc(0), DiagId::err_type_mismatch, {"`assert` condition must be a bool, got " + typeName(a[0])});
+      fail(c->loc, DiagId::err_assert_failed, {a.size() > 1 ? toString(a[1]) : "condition is false"});
+    }
+    return Value();
+  case BuiltinFnId::Fn_error: fail(c->loc, DiagId::err_user_error, {toString(a[0])});
+  }
+  return Value();
+}
+
+// ---- DSL constructors -----------------------------------------------------------------------------
+
+Value Interp::construct(const CallExpr *c) {
+  auto cls = static_cast<ClassId>(c->callee->index);
+  const ClassInfo &ci = builtins().cls(cls);
+  std::vector<Value> a;
+  std::vector<SMLoc> locs;
+  collectArgs(c->args, c->binding, ci.ctorParams, a, locs, c->loc);
+  std::string callee = "`" + ci.name + "`";
+  ArgCtx ac{&callee, &ci.ctorParams, c->loc};
+  auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
+  try {
+    switch (cls) {
+    case ClassId::AllReduce: return makeDsl(cls, ir::Collective::allReduce(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
+    case ClassId::AllGather: return makeDsl(cls, ir::Collective::allGather(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
+    case ClassId::ReduceScatter: return makeDsl(cls, ir::Collective::reduceScatter(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
+    case ClassId::AllToAll: return makeDsl(cls, ir::Collective::allToAll(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
+    case ClassId::SendRecv: return makeDsl(cls, ir::Collective::sendRecv(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
+    case ClassId::TestCollective: return makeDsl(cls, ir::Collective::testCollective(I(0), I(1), I(2)));
+    case ClassId::Rank: return makeDsl(cls, program(c->loc).rank(I(0)));
+    case ClassId::Buffer: return makeDsl(cls, program(c->loc).scratchBuffer(I(0), I(1)));
+    case ClassId::MemoryChannel: return makeDsl(cls, program(c->loc).memoryChannel(I(0), I(1)));
+    case ClassId::PortChannel: return makeDsl(cls, program(c->loc).portChannel(I(0), I(1)));
+    case ClassId::SwitchChannel: {
+      auto ranks = toIntList(a[0], ac, 0, locs[0]);
+      auto bt = static_cast<ir::BufferType>(toEnum(a[1], EnumId::BufferType, ac, 1, locs[1]));
+      return makeDsl(cls, program(c->loc).switchChannel(ranks, bt));
+    }
+    case ClassId::Semaphore: return makeDsl(cls, program(c->loc).semaphore(I(0), I(1)));
+    case ClassId::ThreadBlockGroup: return makeDsl(cls, ir::ThreadBlockGroup(toIntList(a[0], ac, 0, locs[0])));
+    case ClassId::LoopIterationContext: return makeDsl(cls, LoopContext{I(0), I(1)});
+    default: break;
+    }
+  } catch (const ir::DslError &e) {
+    failDsl(c->loc, e.what());
+  }
+  fail(c->loc, DiagId::err_not_callable);
+}
+
+// ---- methods ----------------------------------------------------------------------------------------
+
+static ClassId classOf(const Value &v, bool &ok) {
+  ok = true;
+  switch (v.kind()) {
+  case ValueKind::List: return ClassId::list;
+  case ValueKind::Map: return ClassId::map;
+  case ValueKind::Object: return v.as<DslObj>().cls;
+  default: ok = false; return ClassId::list;
+  }
+}
+
+Value Interp::methodCall(const MethodCallExpr *m) {
+  Value self = eval(m->object);
+  bool ok;
+  ClassId cls = classOf(self, ok);
+  const auto &b = builtins();
+  if (!ok)
+    fail(m->loc, DiagId::err_unknown_method, {typeName(self), names().str(m->method), ""});
+  // Call-site cache: the last receiver class and its binding.
+  MethodId id{};
+  if (m->cachedMethod >= 0 && b.method(static_cast<MethodId>(m->cachedMethod)).cls == cls) {
+    id = static_cast<MethodId>(m->cachedMethod);
+  } else {
+    const std::string &name = names().str(m->method);
+    const MethodInfo *found = nullptr;
+    for (MethodId x : b.cls(cls).methods)
+      if (b.method(x).name == name) {
+        found = &b.method(x);
+        id = x;
+      }
+    if (!found) {
+      std::vector<std::string> cands;
+      for (MethodId x : b.cls(cls).methods)
+        cands.push_back(b.method(x).name);
+      fail(m->loc, DiagId::err_unknown_method, {b.cls(cls).name, name, diag::didYouMean(name, cands)});
+    }
+    std::vector<ParamSig> sig;
+    for (auto &p : found->params)
+      sig.push_back({const_cast<Interner &>(names()).intern(p.name), p.def.kind == DefaultValue::Required});
+    Binding bnd;
+    std::string desc = "method `" + b.cls(cls).name + "." + found->name + "`";
+    std::optional<EvalError> err;
+    bindArguments(m->args, sig, desc, names(), m->loc, bnd, [&](SMLoc l, DiagId d, std::vector<std::string> a) {
+      if (!err)
+        err = EvalError{l, d, std::move(a), {}};
+    });
+    if (err)
+      fail(err->loc, err->id, err->args);
+    m->cachedMethod = static_cast<int>(id);
+    m->cachedBinding = std::move(bnd);
+  }
+  std::vector<Value> args;
+  std::vector<SMLoc> locs;
+  collectArgs(m->args, m->cachedBinding, b.method(id).params, args, locs, m->loc);
+  return callMethod(id, self, args, locs, m->loc);
+}
+
+Value Interp::callMethod(MethodId id, const Value &self, std::vector<Value> &a, const std::vector<SMLoc> &locs, SMLoc loc) {
+  const auto &b = builtins();
+  const MethodInfo &mi = b.method(id);
+  std::string callee = "method `" + b.cls(mi.cls).name + "." + mi.name + "`";
+  ArgCtx ac{&callee, &mi.params, loc};
+  auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
+  auto OI = [&](size_t i) { return toOptInt(a[i], ac, i, locs[i]); };
+  auto C = [&](size_t i) -> const ir::Chunk & { return toChunk(a[i], ac, i, locs[i]); };
+  auto OC = [&](size_t i) -> std::optional<ir::Chunk> {
+    if (a[i].isNone())
+      return std::nullopt;
+    return toChunk(a[i], ac, i, locs[i]);
+  };
+  auto G = [&](size_t i) { return toTbGroup(a[i], ac, i, locs[i]); };
+  auto S = [&](size_t i) { return static_cast<ir::SyncType>(toEnum(a[i], EnumId::SyncType, ac, i, locs[i])); };
+  auto R = [&](size_t i) {
+    return static_cast<ir::ReduceOperationType>(toEnum(a[i], EnumId::ReduceOperationType, ac, i, locs[i]));
+  };
+  auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
+  static const decltype(DslObj::handle) kNoHandle{LoopContext{0, 0}};
+  const auto &h = self.kind() == ValueKind::Object ? self.as<DslObj>().handle : kNoHandle;
+  try {
+    switch (id) {
+    case MethodId::list_append: self.as<ListObj>().items.push_back(a[0]); return Value();
+    case MethodId::map_keys:
+    case MethodId::map_values:
+    case MethodId::map_items: {
+      std::vector<Value> out;
+      for (auto &kv : self.as<MapObj>().entries)
+        out.push_back(id == MethodId::map_keys ? kv.first : id == MethodId::map_values ? kv.second : makeTuple({kv.first, kv.second}));
+      return makeList(std::move(out));
+    }
+    case MethodId::map_get: {
+      Value *v = self.as<MapObj>().find(a[0]);
+      return v ? *v : a[1];
+    }
+    case MethodId::Rank_get_input_buffer: return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getInputBuffer());
+    case MethodId::Rank_get_output_buffer: return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getOutputBuffer());
+    case MethodId::Rank_copy: std::get<ir::Rank>(h).copy(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::Rank_copy_packets: std::get<ir::Rank>(h).copyPackets(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::Rank_unpack_packets: std::get<ir::Rank>(h).unpackPackets(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::Rank_reduce:
+      std::get<ir::Rank>(h).reduce(C(0), toChunkList(a[1], ac, 1, locs[1]), OI(2), G(3), OC(4), R(5), B(6));
+      return Value();
+    case MethodId::Rank_barrier: std::get<ir::Rank>(h).barrier(toIntList(a[0], ac, 0, locs[0])); return Value();
+    case MethodId::MemoryChannel_signal: std::get<ir::MemoryChannel>(h).signal(I(0), S(1), B(2)); return Value();
+    case MethodId::MemoryChannel_wait: std::get<ir::MemoryChannel>(h).wait(I(0), S(1), B(2)); return Value();
+    case MethodId::MemoryChannel_get: std::get<ir::MemoryChannel>(h).get(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::MemoryChannel_put: std::get<ir::MemoryChannel>(h).put(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::MemoryChannel_put_packets: std::get<ir::MemoryChannel>(h).putPackets(C(0), C(1), OI(2), G(3)); return Value();
+    case MethodId::MemoryChannel_read_put_packets:
+      std::get<ir::MemoryChannel>(h).readPutPackets(C(0), C(1), OI(2), G(3));
+      return Value();
+    case MethodId::MemoryChannel_reduce:
+      std::get<ir::MemoryChannel>(h).reduce(C(0), toChunkList(a[1], ac, 1, locs[1]), OI(2), G(3), OC(4), R(5));
+      return Value();
+    case MethodId::PortChannel_signal: std::get<ir::PortChannel>(h).signal(I(0), S(1)); return Value();
+    case MethodId::PortChannel_wait: std::get<ir::PortChannel>(h).wait(I(0), S(1)); return Value();
+    case MethodId::PortChannel_flush: std::get<ir::PortChannel>(h).flush(I(0), S(1)); return Value();
+    case MethodId::PortChannel_put: std::get<ir::PortChannel>(h).put(C(0), C(1), I(2)); return Value();
+    case MethodId::PortChannel_put_with_signal: std::get<ir::PortChannel>(h).putWithSignal(C(0), C(1), I(2)); return Value();
+    case MethodId::PortChannel_put_with_signal_and_flush:
+      std::get<ir::PortChannel>(h).putWithSignalAndFlush(C(0), C(1), I(2));
+      return Value();
+    case MethodId::PortChannel_put_packets: std::get<ir::PortChannel>(h).putPackets(C(0), C(1), I(2)); return Value();
+    case MethodId::PortChannel_read_put_packets:
+      std::get<ir::PortChannel>(h).readPutPackets(C(0), C(1), OI(2), G(3));
+      return Value();
+    case MethodId::SwitchChannel_at_rank:
+      return makeDsl(ClassId::SwitchChannelRankView, std::get<ir::SwitchChannel>(h).atRank(I(0)));
+    case MethodId::SwitchChannelRankView_reduce:
+      std::get<ir::SwitchChannelRankView>(h).reduce(I(0), I(1), C(2), I(3), R(4));
+      return Value();
+    case MethodId::SwitchChannelRankView_broadcast:
+      std::get<ir::SwitchChannelRankView>(h).broadcast(C(0), I(1), I(2), I(3));
+      return Value();
+    case MethodId::SwitchChannelRankView_broadcast_packets:
+      std::get<ir::SwitchChannelRankView>(h).broadcastPackets(C(0), I(1), I(2), I(3));
+      return Value();
+    case MethodId::ThreadBlockGroup_numtb: return Value::integer(std::get<ir::ThreadBlockGroup>(h).numtb());
+    case MethodId::Semaphore_acquire: std::get<ir::Semaphore>(h).acquire(I(0), S(1)); return Value();
+    case MethodId::Semaphore_release: std::get<ir::Semaphore>(h).release(I(0), S(1)); return Value();
+    }
+  } catch (const ir::DslError &e) {
+    failDsl(loc, e.what());
+  }
+  return Value();
+}
+
+// ---- attributes ----------------------------------------------------------------------------------------
+
+Value Interp::attr(const AttrExpr *x) {
+  if (x->enumId >= 0)
+    return Value::enumMember(static_cast<EnumId>(x->enumId), x->member);
+  Value obj = eval(x->object);
+  const std::string &name = names().str(x->name);
+  if (obj.kind() == ValueKind::Object) {
+    auto &o = obj.as<DslObj>();
+    auto bufferEnum = [](ir::BufferType t) { return Value::enumMember(EnumId::BufferType, static_cast<int64_t>(t)); };
+    if (auto *r = std::get_if<ir::Rank>(&o.handle)) {
+      if (name == "rank") return Value::integer(r->rank());
+    } else if (auto *b = std::get_if<ir::Buffer>(&o.handle)) {
+      if (name == "rank") return Value::integer(b->rank);
+      if (name == "offset") return Value::integer(b->offset);
+      if (name == "size") return Value::integer(b->end);
+      if (name == "buffer_type") return bufferEnum(b->type);
+    } else if (auto *c = std::get_if<ir::Chunk>(&o.handle)) {
+      if (name == "rank") return Value::integer(c->rank);
+      if (name == "buffer") return bufferEnum(c->buffer);
+      if (name == "index") return Value::integer(c->index);
+      if (name == "size") return Value::integer(c->size);
+    } else if (auto *m = std::get_if<ir::MemoryChannel>(&o.handle)) {
+      if (name == "src_rank") return Value::integer(m->srcRank());
+      if (name == "dst_rank") return Value::integer(m->dstRank());
+    } else if (auto *g = std::get_if<ir::ThreadBlockGroup>(&o.handle)) {
+      if (name == "tb_list") {
+        std::vector<Value> items;
+        for (int64_t tb : g->tbList)
+          items.push_back(Value::integer(tb));
+        return makeList(std::move(items));
+      }
+    } else if (auto *p = std::get_if<ir::PortChannel>(&o.handle)) {
+      if (name == "src_rank") return Value::integer(p->srcRank());
+      if (name == "dst_rank") return Value::integer(p->dstRank());
+    }
+    std::vector<std::string> cands;
+    for (AttrId a : builtins().cls(o.cls).attrs)
+      cands.push_back(builtins().attr(a).name);
+    fail(x->loc, DiagId::err_unknown_attribute, {builtins().cls(o.cls).name, name, diag::didYouMean(name, cands)});
+  }
+  fail(x->loc, DiagId::err_unknown_attribute, {typeName(obj), name, ""});
+}
+
+} // namespace msccl::elab

@@ -1,0 +1,136 @@
+// In-process tests of msccl::driver::runMscclc: streams, exit codes, output files, repeated runs
+// in one process (llvm::cl state is reset per call).
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "msccl/driver/Driver.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+struct Run {
+  int rc;
+  std::string out, err;
+};
+
+Run run(std::vector<std::string> args, const std::string &stdinText = "") {
+  args.insert(args.begin(), "mscclc");
+  std::vector<const char *> argv;
+  for (auto &a : args)
+    argv.push_back(a.c_str());
+  std::istringstream in(stdinText);
+  std::string out, err;
+  llvm::raw_string_ostream os(out), es(err);
+  int rc = msccl::driver::runMscclc(static_cast<int>(argv.size()), argv.data(), in, os, es);
+  os.flush();
+  es.flush();
+  return {rc, out, err};
+}
+
+const char *kProgram = R"(
+param n = 2
+program tiny(collective = AllReduce(n, 1, true)) {
+  for r in range(n) {
+    let i = Rank(r).get_input_buffer()
+    Rank(r).copy(i[0:1], i[1:2], tb = 0)
+  }
+}
+)";
+} // namespace
+
+TEST_CASE("stdin input compiles to a JSON plan on the out stream") {
+  Run r = run({"-"}, kProgram);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("\"name\": \"tiny\"") != std::string::npos);
+  CHECK(r.out.back() == '\n');
+}
+
+TEST_CASE("options do not leak between in-process runs") {
+  Run a = run({"-", "-D", "n=3", "--instances=2"}, kProgram);
+  REQUIRE(a.rc == 0);
+  CHECK(a.out.find("\"id\": 2,") != std::string::npos);
+  Run b = run({"-"}, kProgram);
+  REQUIRE(b.rc == 0);
+  CHECK(b.out.find("\"id\": 2,") == std::string::npos); // only ranks 0 and 1, one instance
+  CHECK(b.out.find("\"input_chunks\": 2,") != std::string::npos);
+}
+
+TEST_CASE("compile errors go to the err stream with exit code 1") {
+  Run r = run({"-"}, "program p(collective = AllReduce(2, 1, true)) {\n  let x = Rank(5)\n}\n");
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("<stdin>:2:11: error: Rank 5 is out of bounds. Number of ranks: 2") != std::string::npos);
+}
+
+TEST_CASE("bad command lines fail cleanly") {
+  CHECK(run({"-", "-D", "n"}, kProgram).rc == 1);
+  CHECK(run({"-", "-D", "m=1"}, kProgram).rc == 1);
+  CHECK(run({"/no/such/file.msccl"}).rc == 1);
+  CHECK(run({}).rc == 1);
+  CHECK(run({"-", "--emit=nope"}, kProgram).rc == 1); // llvm::cl reports value errors on llvm::errs()
+  Run r = run({"-", "--no-such-flag"}, kProgram);
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("--no-such-flag") != std::string::npos);
+}
+
+TEST_CASE("-o writes the file and only on success") {
+  llvm::SmallString<128> path;
+  REQUIRE(!llvm::sys::fs::createTemporaryFile("mscclc-test", "json", path));
+  llvm::sys::fs::remove(path);
+  Run ok = run({"-", "-o", std::string(path)}, kProgram);
+  REQUIRE(ok.rc == 0);
+  CHECK(ok.out.empty());
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  REQUIRE(buf);
+  CHECK((*buf)->getBuffer().contains("\"collective\": \"allreduce\""));
+  llvm::sys::fs::remove(path);
+  Run bad = run({"-", "-o", std::string(path)}, "program p(collective = AllReduce(2, 1, true)) { let x = 1 / 0 }");
+  CHECK(bad.rc == 1);
+  CHECK(!llvm::sys::fs::exists(path));
+  CHECK(run({"-", "-o", "/no/such/dir/x.json"}, kProgram).rc == 1);
+}
+
+TEST_CASE("--verify-diagnostics passes on matching and fails on mismatching expectations") {
+  llvm::SmallString<128> path;
+  int fd;
+  REQUIRE(!llvm::sys::fs::createTemporaryFile("mscclc-verify", "msccl", fd, path));
+  {
+    llvm::raw_fd_ostream os(fd, true);
+    os << "program p(collective = AllReduce(2, 1, true)) {\n"
+          "  let x = 1 % 0 // expected-error {{integer modulo by zero}}\n"
+          "}\n// -----\n"
+          "program p(collective = AllReduce(2, 1, true)) {\n"
+          "  // expected-error@+1 {{unknown name `y`}}\n"
+          "  let x = y\n}\n";
+  }
+  Run good = run({"--verify-diagnostics", std::string(path)});
+  CHECK(good.rc == 0);
+  CHECK(good.err.empty());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    os << "program p(collective = AllReduce(2, 1, true)) {\n  let x = 1 % 0 // expected-error {{other text}}\n}\n";
+  }
+  Run bad = run({"--verify-diagnostics", std::string(path)});
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("unexpected error: integer modulo by zero") != std::string::npos);
+  CHECK(bad.err.find("expected error not produced: \"other text\"") != std::string::npos);
+  llvm::sys::fs::remove(path);
+}
+
+TEST_CASE("the language example compiles as written") {
+  std::string file = std::string(MSCCL_SHARED_DIR) + "/examples/allreduce_nvls.msccl";
+  if (!llvm::sys::fs::exists(file)) {
+    WARN("shared examples absent; skipped: " << file);
+    return;
+  }
+  Run r = run({file});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("\"name\": \"allreduce_nvls\"") != std::string::npos);
+}
