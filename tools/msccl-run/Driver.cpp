@@ -236,6 +236,24 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       if (s > e / Factor)
         break;
     }
+    // With no size flags at all, serve a newcomer: move each default size up to the nearest
+    // size the plan can run (e.g. a plan with 3 chunks cannot run 4 KiB but can run 4128 B).
+    bool defaultSweep = MinBytes.empty() && MaxBytes.empty() && plans.size() == 1;
+    if (defaultSweep) {
+      const Plan &plan = plans[0].plan;
+      std::vector<uint64_t> fitted;
+      for (uint64_t s : sizes) {
+        uint64_t step = std::max<uint64_t>(plan.bufferAlignment, 1);
+        uint64_t t = (s + step - 1) / step * step;
+        for (; t < 2 * s + step; t += step)
+          if (messageSizesFor(plan, t, nullptr))
+            break;
+        uint64_t pick = t < 2 * s + step ? t : s; // none fits: keep s, its row says why
+        if (fitted.empty() || fitted.back() != pick)
+          fitted.push_back(pick);
+      }
+      sizes = std::move(fitted);
+    }
   }
 
   // Backend.
