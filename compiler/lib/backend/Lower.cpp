@@ -1,6 +1,8 @@
 //===- Lower.cpp - Processed IR -> plan::Plan (the to_dict methods of the DSL) ----------===//
 #include "msccl/backend/Lower.h"
 
+#include "msccl/passes/Replication.h"
+
 namespace msccl::backend {
 
 using namespace msccl::ir;
@@ -11,47 +13,64 @@ uint64_t u(int64_t v, const char *what) {
   return uint64_t(v);
 }
 
-plan::BufferRef local(const LocalChunk &c) { return plan::BufferRef::local(c.type, u(c.index, "chunk index"), u(c.size, "chunk size")); }
-plan::BufferRef remote(const RemoteChunk &c) { return plan::BufferRef::remote(c.bufferId, u(c.index, "chunk index"), u(c.size, "chunk size")); }
-plan::BufferRef userChunk(const Chunk &c) {
-  plan::BufferRef r = plan::BufferRef::local(c.buffer, u(c.index, "chunk index"), u(c.size, "chunk size"));
+/// How lowering maps ids and chunk indices: identity for a processed (replicated) IR, or the
+/// InstanceShift of one instance while replicating (then signal/wait/flush id sets are also
+/// rebuilt from their iteration order, as copy.deepcopy does in replicate_instances).
+struct Mapping {
+  passes::InstanceShift shift;
+  bool replicate = false;
+};
+
+plan::BufferRef local(const LocalChunk &c, const Mapping &m) {
+  return plan::BufferRef::local(c.type, u(m.shift.buf(c.index, c.size), "chunk index"), u(c.size, "chunk size"));
+}
+/// The packet-copy destination of recpkt/recspkt: never shifted (Python bug, copied for parity).
+plan::BufferRef localUnshifted(const LocalChunk &c) {
+  return plan::BufferRef::local(c.type, u(c.index, "chunk index"), u(c.size, "chunk size"));
+}
+plan::BufferRef remote(const RemoteChunk &c, const Mapping &m) {
+  return plan::BufferRef::remote(c.bufferId, u(m.shift.buf(c.index, c.size), "chunk index"), u(c.size, "chunk size"));
+}
+plan::BufferRef userChunk(const Chunk &c, int64_t index) {
+  plan::BufferRef r = plan::BufferRef::local(c.buffer, u(index, "chunk index"), u(c.size, "chunk size"));
   r.rank = uint32_t(c.rank);
   return r;
 }
 
-plan::Op lowerOp(const Op &op) {
+plan::Op lowerOp(const Op &op, const Mapping &m) {
   plan::Op p;
   p.type = op.kind;
   switch (op.kind) {
   case OpKind::Nop:
     break;
   case OpKind::Barrier:
-    p.barrierId = op.barrierId;
+    p.barrierId = uint32_t(m.shift.id(op.barrierId));
     p.numThreadblocks = op.numThreadblocks;
     break;
   case OpKind::SemAcquire: case OpKind::SemRelease:
-    p.semaphoreIds = op.ids;
+    p.semaphoreIds.reserve(op.ids.size());
+    for (auto id : op.ids) p.semaphoreIds.push_back(uint32_t(m.shift.id(id)));
     break;
   case OpKind::Signal: case OpKind::Wait: case OpKind::RelaxedSignal: case OpKind::RelaxedWait: case OpKind::Flush:
-    p.channelIds = op.syncChannelIds.toList();
+    p.channelIds = m.replicate ? PySet::fromList(op.syncChannelIds.toList()).toList() : op.syncChannelIds.toList();
     p.channelType = op.channelType;
     break;
   case OpKind::Copy: case OpKind::CopyPackets: case OpKind::UnpackPackets:
-    for (auto &c : op.localSrc) p.src.push_back(local(c));
-    for (auto &c : op.localDst) p.dst.push_back(local(c));
+    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
+    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
     break;
   case OpKind::Get:
-    for (auto &c : op.remoteSrc) p.src.push_back(remote(c));
-    for (auto &c : op.localDst) p.dst.push_back(local(c));
+    for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
+    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
     p.channelIds = op.channelIds;
     p.channelType = op.channelType;
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
     break;
   case OpKind::Put: case OpKind::PutPackets: case OpKind::ReadPutPackets: case OpKind::PutWithSignal:
   case OpKind::PutWithSignalAndFlush:
-    for (auto &c : op.localSrc) p.src.push_back(local(c));
-    for (auto &c : op.remoteDst) p.dst.push_back(remote(c));
+    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
+    for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
     if (op.channelType == ChannelType::Port) p.channelIds = op.channelIds; // memory puts omit them (Python)
     p.channelType = op.channelType;
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
@@ -59,50 +78,101 @@ plan::Op lowerOp(const Op &op) {
   case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceSend:
   case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets: case OpKind::ReadReduce: case OpKind::ReadReduceSend:
     p.src.reserve(op.localSrc.size() + op.remoteSrc.size());
-    for (auto &c : op.localSrc) p.src.push_back(local(c));
-    for (auto &c : op.remoteSrc) p.src.push_back(remote(c));
-    for (auto &c : op.localDst) p.dst.push_back(local(c));
-    for (auto &c : op.localPktDst) p.dst.push_back(local(c));
-    for (auto &c : op.remoteDst) p.dst.push_back(remote(c));
+    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
+    for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
+    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
+    for (auto &c : op.localPktDst) p.dst.push_back(localUnshifted(c));
+    for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
     if (op.channelType != ChannelType::None) p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
     break;
   case OpKind::MultiLoadReduce:
     p.glreBufferType = op.switchBuffer;
-    p.glreBufferOffset = u(op.bufferOffset, "buffer offset");
+    p.glreBufferOffset = u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset");
     p.glreSize = u(op.switchSize, "size");
-    p.glreDstChunk = userChunk(op.userChunk);
+    p.glreDstChunk = userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize));
     p.channelIds = op.channelIds;
     p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
     break;
   case OpKind::MultiStore: case OpKind::MultiStorePackets:
-    p.src.push_back(userChunk(op.userChunk));
-    p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(0), u(op.bufferOffset, "buffer offset"), u(op.switchSize, "size")));
+    p.src.push_back(userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize)));
+    p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(0), u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset"),
+                                               u(op.switchSize, "size")));
     p.channelType = op.channelType;
     break;
   case OpKind::MultiLoadReduceStore:
     for (size_t i = 0; i < op.srcIndex.size(); ++i)
-      p.src.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(op.srcIndex[i], "index"), u(op.switchSize, "size")));
+      p.src.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(m.shift.buf(op.srcIndex[i], op.switchSize), "index"), u(op.switchSize, "size")));
     // [BUG copied for parity] Python writes the source index into dst_buff.
     for (size_t i = 0; i < op.dstIndex.size(); ++i)
-      p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(op.srcIndex.at(i), "index"), u(op.switchSize, "size")));
+      p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
     p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
     break;
   case OpKind::Pipeline:
     p.iterContext = plan::IterContext{u(op.unit, "unit"), u(op.numChunks, "num_chunks")};
     p.ops.reserve(op.ops.size());
-    for (auto &inner : op.ops) p.ops.push_back(lowerOp(inner));
+    for (auto &inner : op.ops) p.ops.push_back(lowerOp(inner, m));
     break;
   }
   return p;
 }
+
+/// One GPU: `n` instances of each threadblock (n = 1, identity mapping, for a processed IR).
+plan::Gpu lowerGpuImpl(const GpuIR &g, int64_t n, bool interleaved, bool replicate) {
+  plan::Gpu pg;
+  pg.id = g.id;
+  pg.inputChunks = u(g.inputChunks * n, "chunk count");
+  pg.outputChunks = u(g.outputChunks * n, "chunk count");
+  pg.scratchChunks = u(g.scratchChunks * n, "chunk count");
+  pg.threadblocks.reserve(g.threadblocks.size() * size_t(n > 0 ? n : 0));
+  for (auto &tb : g.threadblocks) {
+    for (int64_t k = 0; k < n; ++k) {
+      Mapping m{passes::InstanceShift{n, k, interleaved}, replicate};
+      plan::Threadblock ptb;
+      ptb.id = uint32_t(m.shift.id(tb.id));
+      ptb.ops.reserve(tb.ops.size());
+      for (auto &op : tb.ops) ptb.ops.push_back(lowerOp(op, m));
+      for (auto &c : tb.channels) {
+        if (c.ids.empty()) continue;
+        plan::TbChannels pc{c.type, {}};
+        pc.channelIds.reserve(c.ids.size());
+        for (auto id : c.ids) pc.channelIds.push_back(uint32_t(m.shift.id(id)));
+        ptb.channels.push_back(std::move(pc));
+      }
+      for (auto &r : tb.remoteBuffers) ptb.remoteBufferRefs.push_back(plan::RemoteBufferRefs{r.type, r.ids});
+      pg.threadblocks.push_back(std::move(ptb));
+    }
+  }
+  auto repeat = [n](const auto &v, auto &&f) {
+    for (auto &x : v)
+      for (int64_t k = 0; k < n; ++k) f(x);
+  };
+  for (auto t : g.channelTypeOrder) {
+    plan::ChannelDecl d;
+    d.channelType = t;
+    repeat(t == ChannelType::Memory ? g.memoryConnectedTo : g.portConnectedTo, [&](uint32_t r) { d.connectedTo.push_back(r); });
+    pg.channels.push_back(std::move(d));
+  }
+  repeat(g.switchChannels, [&](const SwitchChannelDecl &s) {
+    plan::ChannelDecl d;
+    d.channelType = ChannelType::Switch;
+    d.bufferType = s.bufferType;
+    plan::RankGroup rg;
+    rg.size = uint32_t(s.ranks.size());
+    for (auto r : s.ranks) rg.ranks.push_back(uint32_t(r));
+    d.rankGroups.push_back(std::move(rg));
+    pg.channels.push_back(std::move(d));
+  });
+  for (auto &rb : g.remoteBuffers) pg.remoteBuffers.push_back(plan::RemoteBuffer{uint32_t(rb.rank), rb.type, rb.accessChannelTypes});
+  repeat(g.semaphores, [&](int64_t v) { pg.semaphores.push_back(plan::Semaphore{int32_t(v)}); });
+  return pg;
+}
 } // namespace
 
-plan::Plan lowerToPlan(const ProgramIR &ir) {
-  const auto &o = ir.options;
+plan::Plan planHeader(const ProgramOptions &o) {
   plan::Plan plan;
   plan.name = o.name;
   plan.collective = o.collective.name;
@@ -114,44 +184,19 @@ plan::Plan lowerToPlan(const ProgramIR &ir) {
   plan.bufferAlignment = uint64_t(o.bufferAlignment);
   plan.minMessageSize = o.minMessageSize;
   plan.maxMessageSize = o.maxMessageSize;
+  return plan;
+}
+
+plan::Gpu lowerGpu(const GpuIR &gpu) { return lowerGpuImpl(gpu, 1, false, false); }
+
+plan::Gpu lowerGpuReplicated(const ProgramOptions &options, const GpuIR &gpu) {
+  return lowerGpuImpl(gpu, options.instances, options.replicationPolicy == ReplicationPolicy::Interleaved, true);
+}
+
+plan::Plan lowerToPlan(const ProgramIR &ir) {
+  plan::Plan plan = planHeader(ir.options);
   plan.gpus.reserve(ir.gpus.size());
-  for (auto &g : ir.gpus) {
-    plan::Gpu pg;
-    pg.id = g.id;
-    pg.inputChunks = u(g.inputChunks, "chunk count");
-    pg.outputChunks = u(g.outputChunks, "chunk count");
-    pg.scratchChunks = u(g.scratchChunks, "chunk count");
-    pg.threadblocks.reserve(g.threadblocks.size());
-    for (auto &tb : g.threadblocks) {
-      plan::Threadblock ptb;
-      ptb.id = tb.id;
-      ptb.ops.reserve(tb.ops.size());
-      for (auto &op : tb.ops) ptb.ops.push_back(lowerOp(op));
-      for (auto &c : tb.channels)
-        if (!c.ids.empty()) ptb.channels.push_back(plan::TbChannels{c.type, c.ids});
-      for (auto &r : tb.remoteBuffers) ptb.remoteBufferRefs.push_back(plan::RemoteBufferRefs{r.type, r.ids});
-      pg.threadblocks.push_back(std::move(ptb));
-    }
-    for (auto t : g.channelTypeOrder) {
-      plan::ChannelDecl d;
-      d.channelType = t;
-      d.connectedTo = t == ChannelType::Memory ? g.memoryConnectedTo : g.portConnectedTo;
-      pg.channels.push_back(std::move(d));
-    }
-    for (auto &s : g.switchChannels) {
-      plan::ChannelDecl d;
-      d.channelType = ChannelType::Switch;
-      d.bufferType = s.bufferType;
-      plan::RankGroup rg;
-      rg.size = uint32_t(s.ranks.size());
-      for (auto r : s.ranks) rg.ranks.push_back(uint32_t(r));
-      d.rankGroups.push_back(std::move(rg));
-      pg.channels.push_back(std::move(d));
-    }
-    for (auto &rb : g.remoteBuffers) pg.remoteBuffers.push_back(plan::RemoteBuffer{uint32_t(rb.rank), rb.type, rb.accessChannelTypes});
-    for (auto v : g.semaphores) pg.semaphores.push_back(plan::Semaphore{int32_t(v)});
-    plan.gpus.push_back(std::move(pg));
-  }
+  for (auto &g : ir.gpus) plan.gpus.push_back(lowerGpu(g));
   return plan;
 }
 

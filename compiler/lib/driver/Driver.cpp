@@ -3,11 +3,14 @@
 // Consumes argv; produces the emitted text (AST dump, IR dump or JSON plan) or diagnostics.
 // Flow: parse (frontend) -> check (elab/Check.h) -> elaborate (elab/Elaborate.h) ->
 // passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
+// A plain JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes
+// rank by rank on the elaborated IR (no copy); --print-after uses the whole-program path.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
 
 #include "msccl/backend/Lower.h"
+#include "msccl/backend/StreamCompile.h"
 #include "msccl/driver/Verify.h"
 #include "msccl/elab/Check.h"
 #include "msccl/elab/Elaborate.h"
@@ -80,14 +83,17 @@ struct Options {
 // Every cl::opt has an explicit cl::init: ResetAllOptionOccurrences (called per run, so that
 // in-process runs do not see each other's options) only restores options that have one.
 
-/// What a compilation produces: text (AST/IR dumps) or a plan, streamed out by writeOutput.
+/// What a compilation produces: text (AST/IR dumps), a plan (--print-after), or an elaborated
+/// program validated by backend::prepareStream, compiled and streamed out by writeOutput.
 struct Output {
   std::string text;
   std::optional<plan::Plan> plan;
+  std::unique_ptr<ir::Program> program;
+  passes::PipelineOptions pipeline;
 };
 
-/// parse -> check -> elaborate -> passes -> lower. The IR (the elaborated program) is dropped
-/// when this returns; only the plan is kept. Returns false on error (reported).
+/// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
+/// this returns; only the program or the plan is kept. Returns false on error (reported).
 bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err) {
   std::string &outText = output.text;
   ast::AstContext ctx;
@@ -123,7 +129,13 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
         }
     };
   try {
-    output.plan = backend::compile(*r.program, po);
+    if (o.printAfter.empty()) {
+      backend::prepareStream(r.program->ir(), po);
+      output.pipeline = po;
+      output.program = std::move(r.program);
+    } else {
+      output.plan = backend::compile(*r.program, po);
+    }
   } catch (const ir::DslError &e) {
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
@@ -154,12 +166,23 @@ private:
   llvm::raw_ostream &os_;
 };
 
-void writeOutput(const Output &output, std::ostream &os) {
-  if (output.plan)
-    plan::writePlan(os, *output.plan, compact ? -1 : 2);
-  else
-    os << output.text;
+/// Writes the output; false (reported on `err`) if streaming the plan failed, which
+/// backend::prepareStream rules out for every error it knows of.
+bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
+  try {
+    if (output.program)
+      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2);
+    else if (output.plan)
+      plan::writePlan(os, *output.plan, compact ? -1 : 2);
+    else
+      os << output.text;
+  } catch (const std::exception &e) {
+    os.flush();
+    err << "mscclc: error: " << e.what() << "\n";
+    return false;
+  }
   os.flush();
+  return true;
 }
 
 /// Runs `fn` on a thread whose stack fits --max-call-depth nested fn calls (the interpreter and
@@ -326,17 +349,19 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
   if (outputFile.empty() || outputFile == "-") {
     RawStreamBuf buf(out);
     std::ostream os(&buf);
-    writeOutput(output, os);
+    bool written = writeOutput(output, os, err);
     out.flush();
-    return 0;
+    return written ? 0 : 1;
   }
   std::ofstream file(outputFile, std::ios::binary | std::ios::trunc);
   if (!file) {
     diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, std::strerror(errno)});
     return 1;
   }
-  writeOutput(output, file);
+  bool written = writeOutput(output, file, err);
   file.close();
+  if (!written)
+    return 1;
   if (!file) {
     diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, "write failed"});
     return 1;

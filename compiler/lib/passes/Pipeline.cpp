@@ -40,6 +40,16 @@ void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts) {
   after("replication");
 }
 
+void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const PipelineOptions &opts) {
+  const bool fuse = options.instrFusion && !opts.skipFusion;
+  const bool autoSync = options.autoSync && !opts.skipAutoSync;
+  for (auto &tb : gpu.threadblocks) {
+    if (fuse) fuseOperations(tb.ops);
+    addDataSync(tb.ops);
+    if (autoSync) resolveDataDependency(tb.ops);
+  }
+}
+
 ir::ProgramIR runPipeline(const ir::ProgramIR &in, const PipelineOptions &opts) {
   ir::ProgramIR copy = in;
   runPipelineInPlace(copy, opts);

@@ -6,12 +6,7 @@ namespace msccl::passes {
 using namespace msccl::ir;
 
 namespace {
-struct Shift {
-  int64_t n, k;
-  bool interleaved;
-  int64_t id(int64_t v) const { return v * n + k; }
-  int64_t buf(int64_t index, int64_t size) const { return interleaved ? index * n + k * size : index; }
-};
+using Shift = InstanceShift;
 
 void shiftOp(Op &op, const Shift &s) {
   for (auto &c : op.localSrc) c.index = s.buf(c.index, c.size);

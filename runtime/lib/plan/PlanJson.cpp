@@ -10,8 +10,12 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/plan/PlanJson.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 namespace msccl::plan {
@@ -25,15 +29,64 @@ PlanError::PlanError(std::string path, const std::string &message)
 //===------------------------------------------------------------------------------------===//
 namespace {
 
+/// The writer's text buffer: appends without the per-character calls of std::string.
+class TextBuffer {
+public:
+  TextBuffer() { reserve(1 << 17); }
+  void put(char c) {
+    if (size_ == cap_)
+      reserve(cap_ * 2 + 1);
+    data_[size_++] = c;
+  }
+  void append(const char *s, size_t n) {
+    if (cap_ - size_ < n)
+      reserve(std::max(cap_ * 2, size_ + n));
+    std::memcpy(data_.get() + size_, s, n);
+    size_ += n;
+  }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+  void spaces(size_t n) {
+    if (cap_ - size_ < n)
+      reserve(std::max(cap_ * 2, size_ + n));
+    std::memset(data_.get() + size_, ' ', n);
+    size_ += n;
+  }
+  void number(uint64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    append(buf, size_t(r.ptr - buf));
+  }
+  void number(int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    append(buf, size_t(r.ptr - buf));
+  }
+  const char *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+private:
+  void reserve(size_t cap) {
+    if (cap <= cap_)
+      return;
+    std::unique_ptr<char[]> d(new char[cap]);
+    if (size_)
+      std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    cap_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t cap_ = 0;
+};
+
 class Writer {
 public:
-  explicit Writer(int indent, std::ostream *sink = nullptr) : indent_(indent), sink_(sink) {
-    out_.reserve(1 << 17);
-  }
+  explicit Writer(int indent, std::ostream *sink = nullptr) : indent_(indent), sink_(sink) {}
 
-  std::string take() { return std::move(out_); }
+  std::string take() { return std::string(out_.data(), out_.size()); }
   /// The final newline after the top-level value (what Python's print adds).
-  void newlineAtEnd() { out_ += '\n'; }
+  void newlineAtEnd() { out_.put('\n'); }
   /// With a sink: hands the text written so far to it once it exceeds 64 KiB (or always).
   void flush(bool force = false) {
     if (sink_ && (force || out_.size() >= (1 << 16))) {
@@ -47,25 +100,30 @@ public:
   void beginArray() { open('['); }
   void endArray() { close(']'); }
 
-  /// Starts an object member; the value follows.
+  /// Starts an object member; the value follows. `k` is one of this file's key literals (plain
+  /// ASCII, nothing to escape).
   void key(std::string_view k) {
     element();
-    string(k);
-    out_ += indent_ >= 0 ? ": " : ":";
+    out_.put('"');
+    out_.append(k);
+    if (indent_ >= 0)
+      out_.append("\": ", 3);
+    else
+      out_.append("\":", 2);
     pendingValue_ = true;
   }
 
   void value(uint64_t v) {
     element();
-    out_ += std::to_string(v);
+    out_.number(v);
   }
   void valueSigned(int64_t v) {
     element();
-    out_ += std::to_string(v);
+    out_.number(v);
   }
   void value(bool v) {
     element();
-    out_ += v ? "true" : "false";
+    out_.append(v ? std::string_view("true") : std::string_view("false"));
   }
   void value(std::string_view s) {
     element();
@@ -73,7 +131,7 @@ public:
   }
   void null() {
     element();
-    out_ += "null";
+    out_.append("null", 4);
   }
 
   template <typename T> void member(std::string_view k, const T &v) {
@@ -89,21 +147,17 @@ public:
   }
 
 private:
-  struct Level {
-    bool empty = true;
-  };
-
   void open(char c) {
     element();
-    out_ += c;
-    stack_.push_back(Level{});
+    out_.put(c);
+    empty_.push_back(true);
   }
   void close(char c) {
-    bool empty = stack_.back().empty;
-    stack_.pop_back();
+    bool empty = empty_.back();
+    empty_.pop_back();
     if (!empty)
       newline();
-    out_ += c;
+    out_.put(c);
   }
   /// Emits the separator and indentation before a new element, unless it is the value of a
   /// member whose key was just written.
@@ -112,53 +166,68 @@ private:
       pendingValue_ = false;
       return;
     }
-    if (stack_.empty())
+    if (empty_.empty())
       return;
-    if (!stack_.back().empty)
-      out_ += ',';
-    stack_.back().empty = false;
+    if (!empty_.back())
+      out_.put(',');
+    empty_.back() = false;
     newline();
   }
   void newline() {
     if (indent_ < 0)
       return;
-    out_ += '\n';
-    out_.append(stack_.size() * size_t(indent_), ' ');
+    out_.put('\n');
+    out_.spaces(empty_.size() * size_t(indent_));
   }
   void string(std::string_view s);
+  void escapedString(std::string_view s);
 
-  std::string out_;
-  std::vector<Level> stack_;
+  TextBuffer out_;
+  std::vector<char> empty_; ///< Per open object/array: whether it has no element yet.
   int indent_;
   std::ostream *sink_;
   bool pendingValue_ = false;
 };
 
-/// Python json.dumps(ensure_ascii=True) string escaping.
+/// Python json.dumps(ensure_ascii=True) string escaping. Fast path: printable ASCII without
+/// quotes or backslashes (every key and enum spelling) is copied as is.
 void Writer::string(std::string_view s) {
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+      escapedString(s);
+      return;
+    }
+  }
+  out_.put('"');
+  out_.append(s);
+  out_.put('"');
+}
+
+void Writer::escapedString(std::string_view s) {
   static const char *hex = "0123456789abcdef";
   auto u16 = [&](unsigned cu) {
-    out_ += "\\u";
+    out_.append("\\u", 2);
     for (int shift = 12; shift >= 0; shift -= 4)
-      out_ += hex[(cu >> shift) & 0xF];
+      out_.put(hex[(cu >> shift) & 0xF]);
   };
-  out_ += '"';
+  out_.put('"');
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-    case '"': out_ += "\\\""; continue;
-    case '\\': out_ += "\\\\"; continue;
-    case '\n': out_ += "\\n"; continue;
-    case '\r': out_ += "\\r"; continue;
-    case '\t': out_ += "\\t"; continue;
-    case '\b': out_ += "\\b"; continue;
-    case '\f': out_ += "\\f"; continue;
+    case '"': out_.append("\\\"", 2); continue;
+    case '\\': out_.append("\\\\", 2); continue;
+    case '\n': out_.append("\\n", 2); continue;
+    case '\r': out_.append("\\r", 2); continue;
+    case '\t': out_.append("\\t", 2); continue;
+    case '\b': out_.append("\\b", 2); continue;
+    case '\f': out_.append("\\f", 2); continue;
     default: break;
     }
     if (c < 0x20) {
       u16(c);
     } else if (c < 0x80) {
-      out_ += char(c);
+      out_.put(char(c));
     } else {
       // Decode one UTF-8 sequence; invalid bytes are written as U+FFFD.
       unsigned cp = 0xFFFD, len = 1;
@@ -182,7 +251,7 @@ void Writer::string(std::string_view s) {
       }
     }
   }
-  out_ += '"';
+  out_.put('"');
 }
 
 void writeBufferRef(Writer &w, const BufferRef &b) {

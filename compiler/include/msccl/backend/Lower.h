@@ -18,9 +18,19 @@
 
 namespace msccl::backend {
 
+/// The plan's top-level fields (name, collective, protocol, ...) from the program options; no gpus.
+plan::Plan planHeader(const ir::ProgramOptions &options);
 /// Lower a processed program. Throws ir::DslError when a value does not fit the plan model
 /// (e.g. a negative chunk index).
 plan::Plan lowerToPlan(const ir::ProgramIR &ir);
+/// Lower one GPU of a processed program (replication applied). Throws ir::DslError as lowerToPlan.
+plan::Gpu lowerGpu(const ir::GpuIR &gpu);
+/// Lower one GPU that went through passes 2-4 (passes::runGpuPasses) but not replication,
+/// replicating while lowering: the result equals lowerGpu of the same GPU after
+/// passes::replicateInstances (`options.instances` copies of each threadblock, ids and chunk
+/// indices mapped by passes::InstanceShift, signal/wait/flush id sets rebuilt). Throws
+/// ir::DslError as lowerToPlan.
+plan::Gpu lowerGpuReplicated(const ir::ProgramOptions &options, const ir::GpuIR &gpu);
 /// Convenience: runPipeline(program.ir(), opts) then lowerToPlan. Does not change `program`.
 plan::Plan compile(const ir::Program &program, const passes::PipelineOptions &opts = {});
 

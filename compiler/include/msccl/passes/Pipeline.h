@@ -10,6 +10,9 @@
 //   5. replication     instance replication per GPU (always)
 // Guarantees: running the pipeline does not change its input (the `const &` overload copies), so
 // compiling twice gives the same plan (unlike Python's JSON(), which re-processes).
+// Rank by rank: passes 2-4 only read and write one GPU's threadblocks, so a compiler that streams
+// the plan (backend/StreamCompile.h) validates pairing once, then runs runGpuPasses on each rank
+// and replicates while lowering; the result is the same as the whole-program pipeline.
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
@@ -39,5 +42,8 @@ struct PipelineOptions {
 ir::ProgramIR runPipeline(const ir::ProgramIR &in, const PipelineOptions &opts = {});
 /// Run the passes in place on `ir` (for callers that compile once). Throws ir::DslError.
 void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts = {});
+/// Passes 2-4 (fusion, sync-insertion, dependency) on one GPU of a program whose options are
+/// `options`, in place; no pairing validation, no replication, no afterPass calls. Never throws.
+void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const PipelineOptions &opts = {});
 
 } // namespace msccl::passes

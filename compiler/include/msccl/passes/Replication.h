@@ -21,6 +21,20 @@
 
 namespace msccl::passes {
 
+/// Where instance `k` of `n` puts ids and chunk indices (§6.5): ids v -> v*n+k; chunk indices
+/// i -> i*n + k*size under the interleaved policy (size: the chunk's own size in chunks, or the
+/// op's size for switch ops), unchanged under policy none.
+struct InstanceShift {
+  int64_t n = 1;
+  int64_t k = 0;
+  bool interleaved = false;
+  int64_t id(int64_t v) const { return v * n + k; }
+  int64_t buf(int64_t index, int64_t size) const { return interleaved ? index * n + k * size : index; }
+};
+
+/// Replicate every GPU of `ir` in place (materializes n copies of each threadblock). The
+/// streaming compiler (backend/StreamCompile.h) applies the same InstanceShift while lowering
+/// instead (backend::lowerGpuReplicated), without materializing the copies.
 void replicateInstances(ir::ProgramIR &ir);
 
 } // namespace msccl::passes
