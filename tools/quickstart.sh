@@ -17,11 +17,15 @@ case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esa
 
 # --- 1. Debian packages ---------------------------------------------------------------------
 packages=(cmake ninja-build g++ antlr4 libantlr4-runtime-dev nlohmann-json3-dev catch2
-          llvm-14-dev llvm-14-tools python3 nodejs npm vim)
+          llvm-14-dev llvm-14-tools python3 vim)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm (editor-support tests): any installation will do (some images ship a nodejs
+# package that bundles npm, which conflicts with Debian's npm package).
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   echo "== installing: ${missing[*]}"
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
