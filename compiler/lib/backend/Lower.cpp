@@ -1,6 +1,8 @@
 //===- Lower.cpp - Processed IR -> plan::Plan (the to_dict methods of the DSL) ----------===//
 #include "msccl/backend/Lower.h"
 
+#include <stdexcept>
+
 #include "msccl/passes/Replication.h"
 
 namespace msccl::backend {
@@ -8,6 +10,14 @@ namespace msccl::backend {
 using namespace msccl::ir;
 
 namespace {
+/// op.channelIds[i], throwing std::out_of_range with std::vector::at's message when absent.
+uint32_t channelAt(const ChannelIdList &ids, size_t i) {
+  if (i >= ids.size())
+    throw std::out_of_range("vector::_M_range_check: __n (which is " + std::to_string(i) + ") >= this->size() (which is " +
+                            std::to_string(ids.size()) + ")");
+  return ids[i];
+}
+
 uint64_t u(int64_t v, const char *what) {
   if (v < 0) throw DslError(std::string("Negative ") + what + " " + std::to_string(v) + " cannot be written to the plan.");
   return uint64_t(v);
@@ -63,7 +73,7 @@ plan::Op lowerOp(const Op &op, const Mapping &m) {
   case OpKind::Get:
     for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
     for (auto &c : op.localDst) p.dst.push_back(local(c, m));
-    p.channelIds = op.channelIds;
+    p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end());
     p.channelType = op.channelType;
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
     break;
@@ -71,7 +81,7 @@ plan::Op lowerOp(const Op &op, const Mapping &m) {
   case OpKind::PutWithSignalAndFlush:
     for (auto &c : op.localSrc) p.src.push_back(local(c, m));
     for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
-    if (op.channelType == ChannelType::Port) p.channelIds = op.channelIds; // memory puts omit them (Python)
+    if (op.channelType == ChannelType::Port) p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end()); // memory puts omit them (Python)
     p.channelType = op.channelType;
     if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
     break;
@@ -92,22 +102,22 @@ plan::Op lowerOp(const Op &op, const Mapping &m) {
     p.glreBufferOffset = u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset");
     p.glreSize = u(op.switchSize, "size");
     p.glreDstChunk = userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize));
-    p.channelIds = op.channelIds;
+    p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end());
     p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
     break;
   case OpKind::MultiStore: case OpKind::MultiStorePackets:
     p.src.push_back(userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize)));
-    p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(0), u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset"),
+    p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, 0), u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset"),
                                                u(op.switchSize, "size")));
     p.channelType = op.channelType;
     break;
   case OpKind::MultiLoadReduceStore:
     for (size_t i = 0; i < op.srcIndex.size(); ++i)
-      p.src.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(m.shift.buf(op.srcIndex[i], op.switchSize), "index"), u(op.switchSize, "size")));
+      p.src.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex[i], op.switchSize), "index"), u(op.switchSize, "size")));
     // [BUG copied for parity] Python writes the source index into dst_buff.
     for (size_t i = 0; i < op.dstIndex.size(); ++i)
-      p.dst.push_back(plan::BufferRef::switchRef(op.channelIds.at(i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
+      p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
     p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
     break;
@@ -129,12 +139,15 @@ plan::Gpu lowerGpuImpl(const GpuIR &g, int64_t n, bool interleaved, bool replica
   pg.scratchChunks = u(g.scratchChunks * n, "chunk count");
   pg.threadblocks.reserve(g.threadblocks.size() * size_t(n > 0 ? n : 0));
   for (auto &tb : g.threadblocks) {
+    std::vector<Op> decoded; // only for an IR whose ops are still packed
+    if (!tb.packed.empty()) decoded = allOps(tb);
+    const std::vector<Op> &ops = tb.packed.empty() ? tb.ops : decoded;
     for (int64_t k = 0; k < n; ++k) {
       Mapping m{passes::InstanceShift{n, k, interleaved}, replicate};
       plan::Threadblock ptb;
       ptb.id = uint32_t(m.shift.id(tb.id));
-      ptb.ops.reserve(tb.ops.size());
-      for (auto &op : tb.ops) ptb.ops.push_back(lowerOp(op, m));
+      ptb.ops.reserve(ops.size());
+      for (auto &op : ops) ptb.ops.push_back(lowerOp(op, m));
       for (auto &c : tb.channels) {
         if (c.ids.empty()) continue;
         plan::TbChannels pc{c.type, {}};

@@ -11,47 +11,16 @@ using namespace msccl::ir;
 
 namespace {
 
-bool nonNegative(const LocalChunk &c) { return c.index >= 0 && c.size >= 0; }
-bool nonNegative(const RemoteChunk &c) { return c.index >= 0 && c.size >= 0; }
-template <class T> bool allNonNegative(const std::vector<T> &v) {
-  for (auto &x : v)
-    if (!nonNegative(x)) return false;
-  return true;
-}
-
-bool isSwitchOp(OpKind k) {
-  return k == OpKind::MultiLoadReduce || k == OpKind::MultiStore || k == OpKind::MultiStorePackets ||
-         k == OpKind::MultiLoadReduceStore;
-}
-
-/// Whether every value lowering reads from `op` (or from what fusion may build out of it) is
-/// non-negative. Replication maps a non-negative index i of size s >= 0 to i*n + k*s >= 0, and
-/// fusion only moves values between ops, so then lowering cannot throw.
-bool opFits(const Op &op) {
-  if (!allNonNegative(op.localSrc) || !allNonNegative(op.localDst) || !allNonNegative(op.localPktDst) ||
-      !allNonNegative(op.remoteSrc) || !allNonNegative(op.remoteDst))
-    return false;
-  if (isSwitchOp(op.kind)) {
-    if (op.bufferOffset < 0 || op.switchSize < 0 || op.userChunk.index < 0 || op.userChunk.size < 0) return false;
-    for (auto i : op.srcIndex)
-      if (i < 0) return false;
-  }
-  if (op.kind == OpKind::Pipeline) {
-    if (op.unit < 0 || op.numChunks < 0) return false;
-    for (auto &inner : op.ops)
-      if (!opFits(inner)) return false;
-  }
-  return true;
-}
-
 /// Conservative: true only if lowering the program after the passes cannot throw.
 bool fitsPlan(const ProgramIR &ir) {
   if (ir.options.instances < 1) return false;
   for (auto &g : ir.gpus) {
     if (g.inputChunks < 0 || g.outputChunks < 0 || g.scratchChunks < 0) return false;
-    for (auto &tb : g.threadblocks)
+    for (auto &tb : g.threadblocks) {
+      if (!tb.packed.nonNegative) return false;
       for (auto &op : tb.ops)
-        if (!opFits(op)) return false;
+        if (!hasNonNegativeValues(op)) return false;
+    }
   }
   return true;
 }

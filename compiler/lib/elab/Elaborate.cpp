@@ -69,8 +69,8 @@ public:
       else bad();
       break;
     case OptionId::Opt_collective:
-      if (v.kind() != ValueKind::Object || !std::holds_alternative<ir::Collective>(v.as<DslObj>().handle)) bad();
-      po.collective = std::get<ir::Collective>(v.as<DslObj>().handle);
+      if (v.kind() != ValueKind::Object || !std::holds_alternative<CollectiveBox>(v.as<DslObj>().handle)) bad();
+      po.collective = *std::get<CollectiveBox>(v.as<DslObj>().handle);
       break;
     case OptionId::Opt_num_ranks: po.numRanks = v.isNone() ? -1 : needInt(); break;
     case OptionId::Opt_instances: po.instances = needInt(); break;

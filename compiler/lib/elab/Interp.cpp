@@ -278,6 +278,7 @@ void Interp::assign(const AssignStmt *a) {
     key = eval(ix->indices[0]);
   } else {
     std::vector<Value> parts;
+    parts.reserve(ix->indices.size());
     for (auto *e : ix->indices)
       parts.push_back(eval(e));
     key = makeTuple(std::move(parts));
@@ -382,20 +383,7 @@ Value Interp::eval(const Expr *e) {
     Value obj = eval(x->object);
     if (x->indices.size() == 1)
       return index(obj, eval(x->indices[0]), x->indices[0]->loc);
-    if (obj.kind() == ValueKind::Map && x->indices.size() <= 8) {
-      // m[a, b]: look the tuple key up without allocating it.
-      Value parts[8];
-      for (size_t i = 0; i < x->indices.size(); ++i)
-        parts[i] = eval(x->indices[i]);
-      if (Value *v = obj.as<MapObj>().findTuple(parts, x->indices.size()))
-        return *v;
-      fail(x->indices[0]->loc, DiagId::err_key_not_found,
-           {toString(makeTuple(std::vector<Value>(parts, parts + x->indices.size())), true)});
-    }
-    std::vector<Value> parts;
-    for (auto *i : x->indices)
-      parts.push_back(eval(i));
-    return index(obj, makeTuple(std::move(parts)), x->indices[0]->loc);
+    return indexTuple(x, obj);
   }
   case ExprKind::Slice: return slice(static_cast<const SliceExpr *>(e));
   case ExprKind::Attr: return attr(static_cast<const AttrExpr *>(e));
@@ -421,6 +409,24 @@ Value Interp::eval(const Expr *e) {
   }
   }
   return Value();
+}
+
+// Out of line: its key buffer would otherwise enlarge the frame of every eval() call.
+LLVM_ATTRIBUTE_NOINLINE Value Interp::indexTuple(const IndexExpr *x, const Value &obj) {
+  if (obj.kind() == ValueKind::Map && x->indices.size() <= 8) {
+    // m[a, b]: look the tuple key up without allocating it.
+    Value parts[8];
+    for (size_t i = 0; i < x->indices.size(); ++i)
+      parts[i] = eval(x->indices[i]);
+    if (Value *v = obj.as<MapObj>().findTuple(parts, x->indices.size()))
+      return *v;
+    fail(x->indices[0]->loc, DiagId::err_key_not_found,
+         {toString(makeTuple(std::vector<Value>(parts, parts + x->indices.size())), true)});
+  }
+  std::vector<Value> parts;
+  for (auto *i : x->indices)
+    parts.push_back(eval(i));
+  return index(obj, makeTuple(std::move(parts)), x->indices[0]->loc);
 }
 
 static int64_t floorDiv(int64_t a, int64_t b) {

@@ -12,6 +12,8 @@
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Value.h"
 
+#include <llvm/ADT/SmallVector.h>
+
 namespace msccl::elab {
 
 struct EvalNote {
@@ -44,7 +46,10 @@ public:
 
   // ---- argument conversion (used by InterpBuiltins.cpp) ----
   struct ArgCtx {
-    const std::string *callee;
+    /// The callee for messages: "`Cls`" (constructor, method null) or "method `Cls.method`";
+    /// built only when an argument is bad.
+    const std::string *cls;
+    const std::string *method;
     const std::vector<ParamInfo> *params;
     llvm::SMLoc loc;
   };
@@ -77,19 +82,24 @@ private:
   bool compare(ast::CmpOp op, const Value &a, const Value &b, llvm::SMLoc loc);
   bool contains(const Value &container, const Value &item, llvm::SMLoc loc);
   Value index(const Value &obj, const Value &key, llvm::SMLoc loc);
+  /// obj[a, b, ...] (two or more indices).
+  Value indexTuple(const ast::IndexExpr *x, const Value &obj);
   Value slice(const ast::SliceExpr *s);
   Value attr(const ast::AttrExpr *a);
   Value callFn(const ast::CallExpr *c);
   Value callBuiltin(const ast::CallExpr *c);
   Value construct(const ast::CallExpr *c);
   Value methodCall(const ast::MethodCallExpr *m);
-  Value callMethod(MethodId id, const Value &self, std::vector<Value> &args, const std::vector<llvm::SMLoc> &locs,
+  /// Argument lists of builtin calls: inline for the usual few arguments (no allocation).
+  using ArgValues = llvm::SmallVector<Value, 8>;
+  using ArgLocs = llvm::SmallVector<llvm::SMLoc, 8>;
+  Value callMethod(MethodId id, const Value &self, ArgValues &args, const ArgLocs &locs,
                    llvm::SMLoc loc);
   Value defaultValue(const DefaultValue &d);
 
   /// Collects the arguments of a static or cached binding into `out` (defaults filled in).
   void collectArgs(const std::vector<ast::Arg> &args, const ast::Binding &b, const std::vector<ParamInfo> &params,
-                   std::vector<Value> &out, std::vector<llvm::SMLoc> &locs, llvm::SMLoc callLoc);
+                   ArgValues &out, ArgLocs &locs, llvm::SMLoc callLoc);
   void tick(llvm::SMLoc loc) {
     if (++iterations_ > opts_.maxLoopIterations)
       fail(loc, diag::DiagId::err_loop_limit, {std::to_string(opts_.maxLoopIterations)});

@@ -17,7 +17,8 @@ using diag::DiagId;
 
 void Interp::badArg(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
   const ParamInfo &pi = (*c.params)[p];
-  fail(loc, DiagId::err_arg_type, {pi.name, *c.callee, describe(pi.type), typeName(v)});
+  std::string callee = c.method ? "method `" + *c.cls + "." + *c.method + "`" : "`" + *c.cls + "`";
+  fail(loc, DiagId::err_arg_type, {pi.name, callee, describe(pi.type), typeName(v)});
 }
 
 int64_t Interp::toInt(const Value &v, const ArgCtx &c, size_t p, SMLoc loc) {
@@ -88,7 +89,7 @@ Value Interp::defaultValue(const DefaultValue &d) {
 }
 
 void Interp::collectArgs(const std::vector<Arg> &args, const Binding &b, const std::vector<ParamInfo> &params,
-                         std::vector<Value> &out, std::vector<SMLoc> &locs, SMLoc callLoc) {
+                         ArgValues &out, ArgLocs &locs, SMLoc callLoc) {
   out.clear();
   locs.clear();
   out.reserve(params.size());
@@ -228,11 +229,10 @@ Value Interp::callBuiltin(const CallExpr *c) {
 Value Interp::construct(const CallExpr *c) {
   auto cls = static_cast<ClassId>(c->callee->index);
   const ClassInfo &ci = builtins().cls(cls);
-  std::vector<Value> a;
-  std::vector<SMLoc> locs;
+  ArgValues a;
+  ArgLocs locs;
   collectArgs(c->args, c->binding, ci.ctorParams, a, locs, c->loc);
-  std::string callee = "`" + ci.name + "`";
-  ArgCtx ac{&callee, &ci.ctorParams, c->loc};
+  ArgCtx ac{&ci.name, nullptr, &ci.ctorParams, c->loc};
   auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
   try {
     switch (cls) {
@@ -314,17 +314,16 @@ Value Interp::methodCall(const MethodCallExpr *m) {
     m->cachedMethod = static_cast<int>(id);
     m->cachedBinding = std::move(bnd);
   }
-  std::vector<Value> args;
-  std::vector<SMLoc> locs;
+  ArgValues args;
+  ArgLocs locs;
   collectArgs(m->args, m->cachedBinding, b.method(id).params, args, locs, m->loc);
   return callMethod(id, self, args, locs, m->loc);
 }
 
-Value Interp::callMethod(MethodId id, const Value &self, std::vector<Value> &a, const std::vector<SMLoc> &locs, SMLoc loc) {
+Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const ArgLocs &locs, SMLoc loc) {
   const auto &b = builtins();
   const MethodInfo &mi = b.method(id);
-  std::string callee = "method `" + b.cls(mi.cls).name + "." + mi.name + "`";
-  ArgCtx ac{&callee, &mi.params, loc};
+  ArgCtx ac{&b.cls(mi.cls).name, &mi.name, &mi.params, loc};
   auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
   auto OI = [&](size_t i) { return toOptInt(a[i], ac, i, locs[i]); };
   auto C = [&](size_t i) -> const ir::Chunk & { return toChunk(a[i], ac, i, locs[i]); };

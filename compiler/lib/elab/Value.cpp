@@ -119,31 +119,80 @@ size_t hashTuple(const Value *items, size_t n) {
   return h;
 }
 
+namespace {
+/// A tuple of 1..3 ints (or bools, which compare equal to ints) in [0, 2**20) as
+/// (n << 62 | v0 << 40 | v1 << 20 | v2); 0 for every other key. Two packable keys are equal
+/// exactly when their packed forms are, and no unpackable key equals a packable one.
+uint64_t packKey(const Value *items, size_t n) {
+  if (n == 0 || n > 3)
+    return 0;
+  uint64_t p = uint64_t(n) << 62;
+  for (size_t i = 0; i < n; ++i) {
+    const Value &v = items[i];
+    if (v.kind() != ValueKind::Int && v.kind() != ValueKind::Bool)
+      return 0;
+    int64_t x = v.asInt();
+    if (x < 0 || x >= (int64_t(1) << 20))
+      return 0;
+    p |= uint64_t(x) << (40 - 20 * i);
+  }
+  return p;
+}
+uint64_t packKey(const Value &k) {
+  if (k.kind() != ValueKind::Tuple)
+    return 0;
+  auto &items = k.as<ListObj>().items;
+  return packKey(items.data(), items.size());
+}
+} // namespace
+
+Value *MapObj::findPacked(uint64_t packed, size_t h) {
+  if (next_ < packed_.size() && packed_[next_] == packed)
+    return &entries[next_++].second;
+  size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot &s = slots_[i];
+    if (s.entry == 0)
+      return nullptr;
+    if (s.packed == packed) {
+      next_ = s.entry;
+      return &entries[s.entry - 1].second;
+    }
+  }
+}
+
 Value *MapObj::findHashed(const Value &k, size_t h) {
   if (slots_.empty())
     return nullptr;
+  if (uint64_t packed = packKey(k))
+    return findPacked(packed, h);
   size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    uint32_t s = slots_[i];
-    if (s == 0)
+    const Slot &s = slots_[i];
+    if (s.entry == 0)
       return nullptr;
-    if (hashes_[s - 1] == h && equals(entries[s - 1].first, k))
-      return &entries[s - 1].second;
+    if (s.hash == uint32_t(h) && hashes_[s.entry - 1] == h && equals(entries[s.entry - 1].first, k))
+      return &entries[s.entry - 1].second;
   }
 }
 
 Value *MapObj::findTuple(const Value *items, size_t n) {
   if (slots_.empty())
     return nullptr;
+  uint64_t packed = packKey(items, n);
+  if (packed && next_ < packed_.size() && packed_[next_] == packed) // before hashing (findPacked)
+    return &entries[next_++].second;
   size_t h = hashTuple(items, n);
+  if (packed)
+    return findPacked(packed, h);
   size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    uint32_t s = slots_[i];
-    if (s == 0)
+    const Slot &s = slots_[i];
+    if (s.entry == 0)
       return nullptr;
-    if (hashes_[s - 1] != h)
+    if (s.hash != uint32_t(h) || hashes_[s.entry - 1] != h)
       continue;
-    const Value &key = entries[s - 1].first;
+    const Value &key = entries[s.entry - 1].first;
     if (key.kind() != ValueKind::Tuple)
       continue;
     auto &ki = key.as<ListObj>().items;
@@ -153,20 +202,24 @@ Value *MapObj::findTuple(const Value *items, size_t n) {
     for (size_t j = 0; j < n && same; ++j)
       same = equals(ki[j], items[j]);
     if (same)
-      return &entries[s - 1].second;
+      return &entries[s.entry - 1].second;
   }
+}
+
+void MapObj::place(uint32_t entry) {
+  size_t h = hashes_[entry - 1];
+  size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].entry != 0)
+    i = (i + 1) & mask;
+  slots_[i] = Slot{entry, uint32_t(h), packed_[entry - 1]};
 }
 
 void MapObj::grow() {
   size_t cap = slots_.empty() ? 16 : slots_.size() * 2;
-  slots_.assign(cap, 0);
-  size_t mask = cap - 1;
-  for (size_t e = 0; e < entries.size(); ++e) {
-    size_t i = hashes_[e] & mask;
-    while (slots_[i] != 0)
-      i = (i + 1) & mask;
-    slots_[i] = static_cast<uint32_t>(e + 1);
-  }
+  slots_.assign(cap, Slot{0, 0, 0});
+  for (size_t e = 0; e < entries.size(); ++e)
+    place(static_cast<uint32_t>(e + 1));
 }
 
 void MapObj::set(const Value &k, Value v) {
@@ -177,15 +230,12 @@ void MapObj::set(const Value &k, Value v) {
   }
   entries.emplace_back(k, std::move(v));
   hashes_.push_back(h);
+  packed_.push_back(packKey(k));
   if ((entries.size()) * 2 > slots_.size()) {
     grow(); // places the new entry too
     return;
   }
-  size_t mask = slots_.size() - 1;
-  size_t i = h & mask;
-  while (slots_[i] != 0)
-    i = (i + 1) & mask;
-  slots_[i] = static_cast<uint32_t>(entries.size());
+  place(static_cast<uint32_t>(entries.size()));
 }
 
 std::string typeName(const Value &v) {
@@ -262,8 +312,8 @@ std::string toString(const Value &v, bool repr) {
     if (auto *b = std::get_if<ir::Buffer>(&o.handle))
       return std::string("Buffer(rank=") + std::to_string(b->rank) + ", " + bufferName(b->type) +
              ", offset=" + std::to_string(b->offset) + ", size=" + std::to_string(b->length()) + ")";
-    if (auto *c = std::get_if<ir::Collective>(&o.handle))
-      return builtins().cls(o.cls).name + "(" + std::to_string(c->numRanks) + ")";
+    if (auto *c = std::get_if<CollectiveBox>(&o.handle))
+      return builtins().cls(o.cls).name + "(" + std::to_string((*c)->numRanks) + ")";
     if (auto *m = std::get_if<ir::MemoryChannel>(&o.handle))
       return "MemoryChannel(dst_rank=" + std::to_string(m->dstRank()) + ", src_rank=" + std::to_string(m->srcRank()) + ")";
     if (auto *m = std::get_if<ir::PortChannel>(&o.handle))

@@ -80,8 +80,8 @@ uint32_t Program::Impl::checkTb(int64_t tb) {
   return uint32_t(tb);
 }
 
-std::vector<TbTarget> Program::Impl::resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group) {
-  std::vector<TbTarget> out;
+llvm::SmallVector<TbTarget, 1> Program::Impl::resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group) {
+  llvm::SmallVector<TbTarget, 1> out;
   if (tb) {
     out.push_back({checkTb(*tb), std::nullopt});
   } else if (group) {
@@ -99,7 +99,49 @@ void Program::Impl::addOperation(int64_t rank, uint32_t tb, Op op) {
     collected.push_back({uint32_t(rank), tb, std::move(op)});
     return;
   }
-  gpu(rank).tb(tb).ops.push_back(std::move(op));
+  auto &t = gpu(rank).tb(tb);
+  if (t.ops.empty()) packOp(t.packed, op); // see PackedOps (IR.h)
+  else t.ops.push_back(std::move(op));
+}
+
+void Program::Impl::addOperationCopy(int64_t rank, uint32_t tb, const Op &op) {
+  if (!inPipeline) {
+    auto &t = gpu(rank).tb(tb);
+    if (t.ops.empty()) {
+      packOp(t.packed, op);
+      return;
+    }
+  }
+  addOperation(rank, tb, op);
+}
+
+Op &Program::Impl::freshOp() {
+  Op &op = scratchOp;
+  op.kind = OpKind::Nop;
+  op.dataSync = SyncType::None;
+  op.channelType = ChannelType::None;
+  op.reduceOp = ReduceOperationType::Sum;
+  op.tbg.reset();
+  op.syncChannelIds = PySet();
+  op.channelIds.clear();
+  op.ids.clear();
+  op.barrierId = 0;
+  op.numThreadblocks = 0;
+  op.localSrc.clear();
+  op.localDst.clear();
+  op.localPktDst.clear();
+  op.remoteSrc.clear();
+  op.remoteDst.clear();
+  op.switchBuffer = BufferType::Input;
+  op.bufferOffset = 0;
+  op.switchSize = 0;
+  op.userChunk = Chunk{};
+  op.srcIndex.clear();
+  op.dstIndex.clear();
+  op.unit = 0;
+  op.numChunks = 0;
+  op.ops.clear();
+  return op;
 }
 
 // --- program.py CollectiveProgram ------------------------------------------------------

@@ -37,7 +37,7 @@ void emitTransfer(Program::Impl &im, OpKind kind, ChannelType ct, uint32_t chann
   uint32_t rbGpu = g.addRemoteBuffer(remote.rank, remote.buffer, ct);
   uint32_t rbLocal = g.tb(t.tb).addRemoteBuffer(ct, rbGpu);
   uint32_t chLocal = g.tb(t.tb).addChannel(ct, channelId);
-  Op op;
+  Op &op = im.freshOp();
   op.kind = kind;
   if (isGet) {
     op.remoteSrc.push_back({remote.buffer, remote.index, remote.size, rbLocal});
@@ -49,12 +49,17 @@ void emitTransfer(Program::Impl &im, OpKind kind, ChannelType ct, uint32_t chann
   op.channelIds.push_back(chLocal);
   op.channelType = ct;
   op.tbg = t.tbg;
-  im.addOperation(srcRank, t.tb, std::move(op));
+  im.addOperationCopy(srcRank, t.tb, op);
 }
 
 void emitSync(Program::Impl &im, OpKind kind, ChannelType ct, uint32_t channelId, int64_t srcRank, int64_t tb, SyncType ds) {
   uint32_t t = Program::Impl::checkTb(tb);
-  uint32_t chLocal = im.gpu(srcRank).tb(t).addChannel(ct, channelId);
+  auto &tbIR = im.gpu(srcRank).tb(t);
+  uint32_t chLocal = tbIR.addChannel(ct, channelId);
+  if (!im.inPipeline && tbIR.ops.empty()) { // what addOperation would pack, without the Op
+    packSyncOp(tbIR.packed, kind, ct, ds, chLocal);
+    return;
+  }
   Op op;
   op.kind = kind;
   op.syncChannelIds = PySet::single(chLocal);
@@ -171,7 +176,7 @@ void MemoryChannel::reduce(const Chunk &localSrc, const std::vector<Chunk> &remo
   auto &im = prog_->impl();
   for (auto &t : Program::Impl::resolveTbs(tb, g)) {
     auto &gpu = im.gpu(src_);
-    Op op;
+    Op &op = im.freshOp();
     op.kind = remoteSrcs.empty() ? OpKind::Reduce : OpKind::ReadReduce;
     for (auto &c : remoteSrcs) {
       uint32_t rbGpu = gpu.addRemoteBuffer(c.rank, c.buffer, ChannelType::Memory);
@@ -184,7 +189,7 @@ void MemoryChannel::reduce(const Chunk &localSrc, const std::vector<Chunk> &remo
     op.channelType = ChannelType::Memory;
     op.reduceOp = reduceOp;
     op.tbg = t.tbg;
-    im.addOperation(src_, t.tb, std::move(op));
+    im.addOperationCopy(src_, t.tb, op);
   }
 }
 

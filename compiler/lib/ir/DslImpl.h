@@ -42,12 +42,38 @@ struct Program::Impl {
 
   /// program.py add_operation: to the tb, or to the active pipeline collector.
   void addOperation(int64_t rank, uint32_t tb, Op op);
+  /// addOperation() of a copy of `op` (packs it without copying when it can).
+  void addOperationCopy(int64_t rank, uint32_t tb, const Op &op);
+  /// A default Op that keeps the capacity of its vectors between uses (no allocation per op);
+  /// valid until the next call.
+  Op &freshOp();
+  Op scratchOp;
   /// Check a tb id (ours: >= 0 and < 65536).
   static uint32_t checkTb(int64_t tb);
   /// The tb / tb_group rule; `valueError` only changes nothing but documents read_put_packets.
-  static std::vector<TbTarget> resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group);
-  void countSignal(int64_t src, int64_t dst, ChannelType t) { ++ir.signalWait[{src, dst, t}].first; }
-  void countWait(int64_t src, int64_t dst, ChannelType t) { ++ir.signalWait[{dst, src, t}].second; }
+  static llvm::SmallVector<TbTarget, 1> resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group);
+  void countSignal(int64_t src, int64_t dst, ChannelType t) { ++signalWaitEntry(src, dst, t).first; }
+  void countWait(int64_t src, int64_t dst, ChannelType t) { ++signalWaitEntry(dst, src, t).second; }
+  /// ir.signalWait[{src, dst, t}], found through a table of its (stable) std::map nodes indexed
+  /// by (src, dst, t) when the program has at most 256 ranks.
+  std::pair<int64_t, int64_t> &signalWaitEntry(int64_t src, int64_t dst, ChannelType t) {
+    const int64_t n = numRanks();
+    const unsigned ti = unsigned(t);
+    if (signalWaitNodes > ir.signalWait.size()) { // the map was changed from outside
+      signalWaitTable.clear();
+      signalWaitNodes = 0;
+    }
+    if (n > 256 || src < 0 || dst < 0 || src >= n || dst >= n || ti >= 4) return ir.signalWait[{src, dst, t}];
+    if (signalWaitTable.empty()) signalWaitTable.assign(size_t(n * n * 4), nullptr);
+    auto *&node = signalWaitTable[size_t((src * n + dst) * 4 + ti)];
+    if (!node) {
+      node = &ir.signalWait[{src, dst, t}];
+      ++signalWaitNodes;
+    }
+    return *node;
+  }
+  std::vector<std::pair<int64_t, int64_t> *> signalWaitTable;
+  size_t signalWaitNodes = 0;
 };
 
 } // namespace msccl::ir

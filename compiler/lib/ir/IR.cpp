@@ -105,7 +105,7 @@ void printLocal(std::ostream &os, const LocalChunk &c) {
 void printRemote(std::ostream &os, const RemoteChunk &c) {
   os << "rb" << c.bufferId << ':' << plan::bufferTypeName(c.type) << '[' << c.index << ':' << c.index + c.size << ']';
 }
-template <class T> void printIds(std::ostream &os, const std::vector<T> &v) {
+template <class V> void printIds(std::ostream &os, const V &v) {
   os << '[';
   for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
   os << ']';
@@ -202,7 +202,8 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
       for (auto &c : tb.channels) { os << ' ' << plan::channelTypeName(c.type); printIds(os, c.ids); }
       for (auto &r : tb.remoteBuffers) { os << " rb." << plan::channelTypeName(r.type); printIds(os, r.ids); }
       os << '\n';
-      printOps(os, tb.ops, 4);
+      if (tb.packed.empty()) printOps(os, tb.ops, 4);
+      else printOps(os, allOps(tb), 4);
     }
   }
 }

@@ -150,6 +150,7 @@ void resolveDataDependency(std::vector<Op> &ops) {
 }
 
 void resolveDataDependencyProgram(ProgramIR &ir) {
+  unpackOps(ir);
   for (auto &g : ir.gpus)
     for (auto &tb : g.threadblocks) resolveDataDependency(tb.ops);
 }

@@ -32,7 +32,7 @@ bool isReduceFamily(OpKind k) {
   }
 }
 
-template <class T> void append(std::vector<T> &dst, const std::vector<T> &src) { dst.insert(dst.end(), src.begin(), src.end()); }
+template <class V> void append(V &dst, const V &src) { dst.insert(dst.end(), src.begin(), src.end()); }
 
 // ReduceOperation.__add__.
 bool combineReduce(Op &acc, Op &next) {
@@ -135,7 +135,7 @@ bool combineOps(Op &acc, Op &next) {
     return false;
   case OpKind::Signal: case OpKind::RelaxedSignal: case OpKind::Wait: case OpKind::RelaxedWait:
     if (b == a && acc.channelType == next.channelType && !acc.syncChannelIds.intersects(next.syncChannelIds)) { // F8, F9
-      acc.syncChannelIds = PySet::unionOf(acc.syncChannelIds, next.syncChannelIds);
+      acc.syncChannelIds.unionWith(next.syncChannelIds);
       acc.dataSync = acc.dataSync | next.dataSync;
       return true;
     }
@@ -143,7 +143,7 @@ bool combineOps(Op &acc, Op &next) {
     return false;
   case OpKind::Flush:
     if (b == OpKind::Flush && acc.channelType == next.channelType) {      // F10
-      acc.syncChannelIds = PySet::unionOf(acc.syncChannelIds, next.syncChannelIds);
+      acc.syncChannelIds.unionWith(next.syncChannelIds);
       acc.dataSync = acc.dataSync | next.dataSync;
       return true;
     }
@@ -189,21 +189,22 @@ bool combineOps(Op &acc, Op &next) {
 }
 
 void fuseOperations(std::vector<Op> &ops) {
-  std::vector<Op> out;
-  out.reserve(ops.size());
-  size_t i = 0, n = ops.size();
+  // In place: fused op number w is built in ops[w] (w <= i, so no unread op is overwritten).
+  size_t i = 0, w = 0, n = ops.size();
   while (i < n) {
-    Op cur = std::move(ops[i]);
+    if (w != i) ops[w] = std::move(ops[i]);
+    Op &cur = ops[w];
     if (cur.kind == OpKind::Pipeline) fuseOperations(cur.ops);
     size_t j = i + 1;
     while (j < n && combineOps(cur, ops[j])) ++j;
-    out.push_back(std::move(cur));
+    ++w;
     i = j;
   }
-  ops = std::move(out);
+  ops.erase(ops.begin() + std::ptrdiff_t(w), ops.end());
 }
 
 void fuseProgram(ProgramIR &ir) {
+  unpackOps(ir);
   for (auto &g : ir.gpus)
     for (auto &tb : g.threadblocks) fuseOperations(tb.ops);
 }

@@ -24,6 +24,7 @@ void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts) {
   auto after = [&](std::string_view name) {
     if (opts.afterPass) opts.afterPass(name, ir);
   };
+  ir::unpackOps(ir);
   if (ir.processed) return; // already post-processed: running again must not replicate twice
   validateSignalWaitPairing(ir);
   after("pairing");
@@ -43,6 +44,7 @@ void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts) {
 void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const PipelineOptions &opts) {
   const bool fuse = options.instrFusion && !opts.skipFusion;
   const bool autoSync = options.autoSync && !opts.skipAutoSync;
+  ir::unpackOps(gpu);
   for (auto &tb : gpu.threadblocks) {
     if (fuse) fuseOperations(tb.ops);
     addDataSync(tb.ops);

@@ -50,6 +50,7 @@ template <class T> std::vector<T> repeatEach(const std::vector<T> &v, int64_t n)
 } // namespace
 
 void replicateInstances(ProgramIR &ir) {
+  unpackOps(ir);
   const int64_t n = ir.options.instances;
   const bool interleaved = ir.options.replicationPolicy == ReplicationPolicy::Interleaved;
   for (auto &g : ir.gpus) {

@@ -28,6 +28,7 @@ void addDataSync(std::vector<Op> &ops) {
 }
 
 void addDataSyncProgram(ProgramIR &ir) {
+  unpackOps(ir);
   for (auto &g : ir.gpus)
     for (auto &tb : g.threadblocks) addDataSync(tb.ops);
 }

@@ -11,7 +11,7 @@ using msccl::test::names;
 
 namespace {
 std::vector<Op> deps(Program &p, uint32_t tb = 0) {
-  std::vector<Op> ops = p.ir().gpus[0].threadblocks.at(tb).ops;
+  std::vector<Op> ops = allOps(p.ir().gpus[0].threadblocks.at(tb));
   resolveDataDependency(ops);
   return ops;
 }

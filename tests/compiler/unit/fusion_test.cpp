@@ -15,7 +15,7 @@ using msccl::test::describe;
 namespace {
 /// Fusion + nop insertion on tb `tb` of rank 0 (no pairing check, no dependency pass).
 std::vector<Op> fuseAndSync(Program &p, uint32_t tb = 0, bool fuse = true) {
-  std::vector<Op> ops = p.ir().gpus[0].threadblocks.at(tb).ops;
+  std::vector<Op> ops = allOps(p.ir().gpus[0].threadblocks.at(tb));
   if (fuse) fuseOperations(ops);
   addDataSync(ops);
   return ops;
@@ -125,7 +125,7 @@ TEST_CASE("data-transfer fusion rules F11-F19", "[fusion]") {
   auto tb0 = fuseAndSync(p, 0);
   REQUIRE(names(tb0) == "put");
   CHECK(tb0[0].remoteDst.size() == 2);
-  CHECK(tb0[0].channelIds == std::vector<uint32_t>{0, 1});
+  CHECK(tb0[0].channelIds == ChannelIdList{0, 1});
   CHECK(names(fuseAndSync(p, 1)) == "get get");
   auto tb2 = fuseAndSync(p, 2);
   REQUIRE(names(tb2) == "res");
@@ -186,6 +186,7 @@ TEST_CASE("pipelines group collected ops by (rank, tb) in first-appearance order
   r1.copy(o1.slice(1, 2), i1.slice(1, 2), 0);
   p.exitPipeline();
   r0.copy(o0.slice(2, 3), i0.slice(2, 3), 2);
+  unpackOps(p.ir()); // the elaborator's ops are packed until the passes run
   auto &g0 = p.ir().gpus[0];
   REQUIRE(g0.threadblocks.size() == 3);
   CHECK(names(g0.threadblocks[2].ops) == "pipeline{copy} copy");

@@ -39,3 +39,34 @@ TEST_CASE("fusion chains and deepcopy rebuilds match CPython", "[pyset]") {
   }
   CHECK(unsorted > 10); // the data really exercises non-sorted orders
 }
+
+TEST_CASE("unionWith builds exactly the table unionOf builds", "[pyset]") {
+  // Fusion-like chains (one id at a time) and unions of larger sets, ids small and large.
+  uint64_t seed = 12345;
+  auto next = [&seed](uint32_t bound) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t((seed >> 33) % bound);
+  };
+  size_t resized = 0;
+  for (int round = 0; round < 300; ++round) {
+    uint32_t bound = round % 3 == 0 ? 16 : round % 3 == 1 ? 200 : 100000;
+    PySet viaUnion, inPlace;
+    int steps = 1 + int(next(90));
+    for (int i = 0; i < steps; ++i) {
+      PySet other;
+      int n = round % 4 == 0 ? int(next(12)) : 1;
+      for (int k = 0; k < n; ++k) other.insert(next(bound));
+      size_t before = inPlace.rawTableSize();
+      viaUnion = PySet::unionOf(viaUnion, other);
+      inPlace.unionWith(other);
+      INFO("round " << round << " step " << i);
+      REQUIRE(inPlace.rawSlots() == viaUnion.rawSlots());
+      REQUIRE(inPlace.size() == viaUnion.size());
+      resized += inPlace.rawTableSize() != before;
+    }
+  }
+  PySet empty;
+  empty.unionWith(PySet());
+  CHECK(empty.rawTableSize() == PySet::unionOf(PySet(), PySet()).rawTableSize());
+  CHECK(resized > 100);
+}

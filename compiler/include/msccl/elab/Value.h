@@ -15,6 +15,7 @@
 #include <llvm/ADT/DenseMap.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -28,6 +29,55 @@ struct HeapObj {
   uint32_t refs = 0;
   virtual ~HeapObj() = default;
 };
+
+/// A per-thread free list of blocks of `Size` bytes: the elaborator creates and drops DSL
+/// objects, tuples and lists by the hundred thousand, and recycling their blocks is much cheaper
+/// than malloc/free. Blocks are drained back to the system when the thread ends.
+template <size_t Size> class BlockPool {
+  struct Node { Node *next; };
+  static_assert(Size >= sizeof(Node), "block too small");
+  static inline thread_local Node *head_ = nullptr;
+  static inline thread_local bool dead_ = false;
+  struct Drain {
+    ~Drain() {
+      dead_ = true;
+      while (Node *n = head_) {
+        head_ = n->next;
+        ::operator delete(n);
+      }
+    }
+  };
+  static inline thread_local Drain drain_;
+
+public:
+  static void *allocate() {
+    (void)&drain_; // registers the drain of this thread
+    if (Node *n = head_) {
+      head_ = n->next;
+      return n;
+    }
+    return ::operator new(Size);
+  }
+  static void release(void *p) {
+    if (dead_) {
+      ::operator delete(p);
+      return;
+    }
+    auto *n = static_cast<Node *>(p);
+    n->next = head_;
+    head_ = n;
+  }
+};
+
+/// operator new/delete of a HeapObj type T through BlockPool<sizeof(T)>.
+#define MSCCL_POOLED(T)                                                                                        \
+  static void *operator new(size_t size) {                                                                    \
+    return size == sizeof(T) ? BlockPool<sizeof(T)>::allocate() : ::operator new(size);                        \
+  }                                                                                                           \
+  static void operator delete(void *p, size_t size) {                                                         \
+    if (size == sizeof(T)) BlockPool<sizeof(T)>::release(p);                                                   \
+    else ::operator delete(p);                                                                                \
+  }
 
 class Value {
 public:
@@ -87,7 +137,10 @@ private:
 };
 
 struct StrObj : HeapObj { std::string s; explicit StrObj(std::string v) : s(std::move(v)) {} };
-struct ListObj : HeapObj { std::vector<Value> items; };   // List and Tuple
+struct ListObj : HeapObj { // List and Tuple
+  std::vector<Value> items;
+  MSCCL_POOLED(ListObj)
+};
 struct RangeObj : HeapObj {
   int64_t start, stop, step;
   RangeObj(int64_t a, int64_t b, int64_t c) : start(a), stop(b), step(c) {}
@@ -102,7 +155,11 @@ struct ValueEq { bool operator()(const Value &a, const Value &b) const; };
 size_t hashTuple(const Value *items, size_t n);
 
 /// A map in insertion order with an open-addressing index (linear probing over a flat array
-/// of entry numbers, hashes cached per entry), so a lookup touches few cache lines.
+/// of slots, hashes cached per entry), so a lookup touches few cache lines. A slot also holds
+/// its key packed into 64 bits when the key is a tuple of 1 to 3 ints in [0, 2**20) (the
+/// common `channels[peer, gpu, tb]`), so such lookups compare slots without reading the key.
+/// Programs mostly read such maps in the order they filled them, so a packed lookup first tries
+/// the entry after the last one found (sequential memory, no probe).
 struct MapObj : HeapObj {
   std::vector<std::pair<Value, Value>> entries; ///< insertion order
   Value *find(const Value &k) { return findHashed(k, ValueHash()(k)); }
@@ -111,10 +168,19 @@ struct MapObj : HeapObj {
   void set(const Value &k, Value v);
 
 private:
+  struct Slot {
+    uint32_t entry;  ///< entry index + 1; 0 = empty
+    uint32_t hash;   ///< low bits of the entry's hash
+    uint64_t packed; ///< packKey() of the entry's key (0: not packable)
+  };
   Value *findHashed(const Value &k, size_t h);
+  Value *findPacked(uint64_t packed, size_t h);
   void grow();
-  std::vector<uint32_t> slots_; ///< entry index + 1; 0 = empty
+  void place(uint32_t entry);
+  std::vector<Slot> slots_;
   std::vector<size_t> hashes_;  ///< per entry
+  std::vector<uint64_t> packed_; ///< per entry: packKey() of its key
+  size_t next_ = 0;              ///< the entry after the last one a packed lookup found
 };
 
 /// `with LoopIterationContext(unit, num_chunks)`.
@@ -122,13 +188,18 @@ struct LoopContext {
   int64_t unit, numChunks;
 };
 
+/// A collective handle, boxed: it is much larger than the other handles and rare, and the
+/// variant below is as large as its largest member (programs make many channels and chunks).
+using CollectiveBox = std::shared_ptr<const ir::Collective>;
+
 /// A DSL object: the class from Builtins.def and the Dsl.h handle.
 struct DslObj : HeapObj {
   ClassId cls;
-  std::variant<ir::Collective, ir::Rank, ir::Buffer, ir::Chunk, ir::MemoryChannel, ir::PortChannel,
+  std::variant<CollectiveBox, ir::Rank, ir::Buffer, ir::Chunk, ir::MemoryChannel, ir::PortChannel,
                ir::SwitchChannel, ir::SwitchChannelRankView, ir::Semaphore, ir::ThreadBlockGroup, LoopContext>
       handle;
   template <typename T> DslObj(ClassId c, T h) : cls(c), handle(std::move(h)) {}
+  MSCCL_POOLED(DslObj)
 };
 
 Value makeStr(std::string s);
@@ -138,6 +209,9 @@ Value makeMap();
 Value makeRange(int64_t start, int64_t stop, int64_t step);
 template <typename T> Value makeDsl(ClassId c, T handle) {
   return Value::heap(ValueKind::Object, new DslObj(c, std::move(handle)));
+}
+inline Value makeDsl(ClassId c, ir::Collective handle) {
+  return Value::heap(ValueKind::Object, new DslObj(c, std::make_shared<const ir::Collective>(std::move(handle))));
 }
 
 /// Python-style type name for messages: "int", "str", "list", "Chunk", "MemoryChannel", ...

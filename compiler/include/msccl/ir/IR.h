@@ -17,6 +17,8 @@
 #include "msccl/ir/Dsl.h"
 #include "msccl/ir/PySet.h"
 
+#include <llvm/ADT/SmallVector.h>
+
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -49,6 +51,12 @@ struct RemoteChunk {
   }
 };
 
+/// An op's chunk and channel lists: one element inline (most ops until fusion), so building,
+/// decoding and dropping an op allocates nothing in the common case.
+using LocalChunkList = llvm::SmallVector<LocalChunk, 1>;
+using RemoteChunkList = llvm::SmallVector<RemoteChunk, 1>;
+using ChannelIdList = llvm::SmallVector<uint32_t, 2>;
+
 /// tbg_info {tb_id, tbg_size}.
 struct TbgInfo {
   uint32_t tbId = 0;
@@ -69,6 +77,7 @@ struct TbgInfo {
 ///  * gstore/gstorepkt: userChunk (src), switchBuffer, bufferOffset, switchSize, channelIds.
 ///  * glres: switchBuffer, switchSize, srcIndex, dstIndex, channelIds, reduceOp.
 ///  * pipeline: unit (bytes), numChunks, ops.
+/// A new field must also be encoded in PackedOps.cpp and reset in Program::Impl::freshOp.
 struct Op {
   OpKind kind = OpKind::Nop;
   SyncType dataSync = SyncType::None;
@@ -76,12 +85,12 @@ struct Op {
   ReduceOperationType reduceOp = ReduceOperationType::Sum;
   std::optional<TbgInfo> tbg;
   PySet syncChannelIds;
-  std::vector<uint32_t> channelIds;
+  ChannelIdList channelIds;
   std::vector<uint32_t> ids; ///< semaphore ids
   uint32_t barrierId = 0;
   uint32_t numThreadblocks = 0;
-  std::vector<LocalChunk> localSrc, localDst, localPktDst;
-  std::vector<RemoteChunk> remoteSrc, remoteDst;
+  LocalChunkList localSrc, localDst, localPktDst;
+  RemoteChunkList remoteSrc, remoteDst;
   BufferType switchBuffer = BufferType::Input;
   int64_t bufferOffset = 0;
   int64_t switchSize = 0;
@@ -91,6 +100,32 @@ struct Op {
   int64_t numChunks = 0;
   std::vector<Op> ops;
 };
+
+/// Whether every index, size, offset and unit that lowering reads from `op` (or from what fusion
+/// may build out of it) is non-negative: local/remote chunks; for switch ops the buffer offset,
+/// switch size, user chunk and src indices; for pipelines unit, num_chunks and the inner ops.
+/// Replication maps a non-negative index i of size s >= 0 to i*n + k*s >= 0, so then lowering
+/// cannot throw (backend::prepareStream relies on it).
+bool hasNonNegativeValues(const Op &op);
+
+/// A threadblock's ops in a compact byte encoding (varints; only the fields an op uses). The
+/// elaborator appends here (Program::Impl::addOperation) instead of building a vector of Op,
+/// which keeps a large program's IR at a few bytes per op until the passes of its rank run:
+/// unpackOps() decodes them into ThreadBlockIR::ops. Decoding gives back every field exactly,
+/// PySet tables slot by slot.
+struct PackedOps {
+  std::vector<uint8_t> bytes;
+  uint32_t count = 0;          ///< Ops encoded.
+  bool nonNegative = true;     ///< hasNonNegativeValues() of every encoded op.
+  bool empty() const { return count == 0; }
+};
+/// Appends `op` to `packed`.
+void packOp(PackedOps &packed, const Op &op);
+/// packOp() of the sync op the DSL adds for signal/wait/flush: {kind, dataSync, channelType,
+/// syncChannelIds = PySet::single(channel)}, without building it (same bytes).
+void packSyncOp(PackedOps &packed, OpKind kind, ChannelType channelType, SyncType dataSync, uint32_t channel);
+/// Decodes all ops of `packed`, appending them to `out`.
+void decodeOps(const PackedOps &packed, std::vector<Op> &out);
 
 /// Whether `k` carries a data_sync flag (check_data_sync_op plus the relaxed forms).
 bool isDataSyncOp(OpKind k);
@@ -110,7 +145,10 @@ struct TbRemoteBufferList {
 
 struct ThreadBlockIR {
   uint32_t id = 0;
+  /// The op list is `packed` (decoded) followed by `ops`; passes and lowering see only `ops`,
+  /// after unpackOps() moved the packed ops there.
   std::vector<Op> ops;
+  PackedOps packed;
   std::vector<TbChannelList> channels;          ///< One per type, in order of first use.
   std::vector<TbRemoteBufferList> remoteBuffers; ///< One per access type, in order of first use.
 
@@ -164,6 +202,13 @@ struct ProgramIR {
   /// True once the pipeline of passes ran (replication applied).
   bool processed = false;
 };
+
+/// Decodes the packed ops of every threadblock of `gpu` into its `ops` (packed ones first).
+void unpackOps(GpuIR &gpu);
+/// unpackOps() on every GPU.
+void unpackOps(ProgramIR &ir);
+/// The op list of `tb` (packed ops decoded, then `ops`), without changing it.
+std::vector<Op> allOps(const ThreadBlockIR &tb);
 
 /// Text dump of the IR (`mscclc --emit=ir`, `--print-after=PASS`): one line per op, indented
 /// per rank/tb/pipeline, chunk ranges as kind[index:index+size].
