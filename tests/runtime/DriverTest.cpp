@@ -128,3 +128,18 @@ TEST_CASE("msccl-run writes JSON lines and rejects bad usage", "[driver]") {
   Result missing = run({"/nonexistent/plan.json"});
   CHECK(missing.rc == 1);
 }
+
+TEST_CASE("msccl-run --race-check fails racy plans and names both accesses", "[driver]") {
+  // Without the flag the racy plan verifies (the CPU schedule is one legal order).
+  Result plain = run({plan("race_two_tbs_no_barrier.json"), "-b", "4K", "-e", "16K"});
+  CHECK(plain.rc == 0);
+  Result r = run({plan("race_two_tbs_no_barrier.json"), "-b", "4K", "-e", "16K", "--race-check"});
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("misuse: data races in launch"));
+  CHECK_THAT(r.err, Catch::Contains("rank 0 tb 1 op 0 (copy)"));
+  CHECK_THAT(r.err, Catch::Contains("rank 0 tb 0 op 0 (copy)"));
+  // A race-free plan passes with the checker on.
+  Result ok = run({plan("ok_two_tbs_barrier.json"), "-b", "4K", "-e", "16K", "--race-check"});
+  CHECK(ok.rc == 0);
+  CHECK(run({plan("ok_two_tbs_barrier.json"), "--race-check", "--no-race-check"}).rc == 2);
+}

@@ -1,9 +1,11 @@
 //===- PlansTest.cpp - Hand-written plans that must fail (or pass) in a stated way -------===//
 //
 // Every plan in tests/runtime/plans carries `x_expect` (ignored by the plan reader):
-//   {"kind": "ok"|"wrong"|"deadlock"|"misuse"|"invalid"|"parse", "contains": [substrings]}
+//   {"kind": "ok"|"wrong"|"deadlock"|"misuse"|"race"|"invalid"|"parse", "contains": [substrings]}
 // The test runs the plan on the CPU executor with verification and checks the outcome and that
-// the report (error text or verification summary) contains every substring.
+// the report (error text or verification summary) contains every substring. "ok" and "race"
+// plans run with the race checker (CpuExecutorOptions::raceCheck): "ok" plans must also be
+// race-free; "race" plans must fail with the checker's data-race report (they verify without it).
 //
 //===------------------------------------------------------------------------------------===//
 #include "TestSupport.h"
@@ -24,6 +26,9 @@ TEST_CASE("hand-written plans produce their expected outcome", "[plans]") {
   std::vector<std::string> files = msccl::test::jsonFiles(msccl::test::plansDir());
   REQUIRE(files.size() >= 25);
   auto ex = makeCpuExecutor();
+  CpuExecutorOptions raceOptions;
+  raceOptions.raceCheck = true;
+  auto raceEx = makeCpuExecutor(raceOptions);
   for (const std::string &file : files) {
     INFO(file);
     std::ifstream in(file);
@@ -41,7 +46,13 @@ TEST_CASE("hand-written plans produce their expected outcome", "[plans]") {
       RunOptions ro;
       ro.size = msccl::test::sizesFor(plan, {4})[0];
       ro.iterations = 1;
-      RunReport rep = runCollective(*ex, plan, ro);
+      const bool raceCheck = kind == "ok" || kind == "race";
+      if (kind == "race") {
+        // Without the checker the racy plan runs and verifies (the CPU schedule is one legal order).
+        RunReport plain = runCollective(*ex, plan, ro);
+        CHECK(plain.verify.wrong == 0);
+      }
+      RunReport rep = runCollective(raceCheck ? *raceEx : *ex, plan, ro);
       outcome = rep.verify.wrong ? "wrong" : "ok";
       report = rep.verify.describe();
     } catch (const PlanError &e) {
@@ -49,7 +60,8 @@ TEST_CASE("hand-written plans produce their expected outcome", "[plans]") {
       report = e.what();
     } catch (const ExecutionError &e) {
       outcome = e.kind() == ErrorKind::Deadlock ? "deadlock"
-                : e.kind() == ErrorKind::Misuse ? "misuse"
+                : e.kind() == ErrorKind::Misuse
+                    ? (std::string(e.what()).find("data race") != std::string::npos ? "race" : "misuse")
                 : e.kind() == ErrorKind::InvalidPlan ? "invalid"
                                                       : "other";
       report = e.what();

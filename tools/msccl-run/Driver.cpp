@@ -8,6 +8,7 @@
 
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
+#include "msccl/runtime/CpuExecutor.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Verify.h"
@@ -47,6 +48,11 @@ cl::opt<unsigned> Iters("n", cl::desc("Timed iterations (launches) per size"), c
 cl::opt<unsigned> Warmup("w", cl::desc("Warmup iterations per size"), cl::init(1), cl::cat(Cat));
 cl::opt<bool> Check("check", cl::desc("Verify every output element (default on)"), cl::init(true), cl::cat(Cat));
 cl::opt<bool> NoCheck("no-check", cl::desc("Do not verify results"), cl::cat(Cat));
+cl::opt<bool> RaceCheck("race-check",
+                        cl::desc("cpu backend: report data races a GPU could exhibit (missing nop, signal/wait, "
+                                 "barrier, flush) as errors"),
+                        cl::cat(Cat));
+cl::opt<bool> NoRaceCheck("no-race-check", cl::desc("cpu backend: do not check for data races"), cl::cat(Cat));
 cl::opt<std::string> Packet("packet", cl::desc("LL packet type: LL16 or LL8"), cl::init("LL16"), cl::cat(Cat));
 cl::opt<std::string> JsonlPath("jsonl", cl::desc("Append one JSON object per row to FILE"), cl::init(""), cl::cat(Cat));
 cl::opt<std::string> PlansDir("plans", cl::desc("Pick per size a plan from DIR (with --collective/--nranks)"),
@@ -262,8 +268,19 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
   registerCudaExecutor();
 #endif
   std::unique_ptr<Executor> ex;
+  if (RaceCheck && NoRaceCheck)
+    return usage("--race-check and --no-race-check contradict each other");
+  const bool raceCheck = RaceCheck && !NoRaceCheck;
+  if (RaceCheck && Backend != "cpu")
+    return usage("--race-check needs the cpu backend");
   try {
-    ex = createExecutor(Backend);
+    if (Backend == "cpu") {
+      CpuExecutorOptions co;
+      co.raceCheck = raceCheck;
+      ex = makeCpuExecutor(co);
+    } else {
+      ex = createExecutor(Backend);
+    }
   } catch (const ExecutionError &e) {
     err << "msccl-run: error: " << e.what() << "\n";
     return 1;

@@ -5,12 +5,15 @@
 // launch advances the LL flag F and the double-scratch half and drives all (rank, tb) state
 // machines round-robin until all finish, a full round makes no progress (Deadlock: every blocked
 // tb is reported) or an op misuses memory (Misuse). After each launch, semaphores must be back
-// at their init values and every channel's signals matched by waits (Misuse otherwise).
+// at their init values and every channel's signals matched by waits (Misuse otherwise). With
+// CpuExecutorOptions::raceCheck a RaceChecker (RaceCheck.h) follows every launch; its races are
+// reported as Misuse after the balance checks.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/CpuExecutor.h"
 
 #include "CpuMachine.h"
+#include "RaceCheck.h"
 #include "msccl/runtime/PlanValidate.h"
 
 #include <chrono>
@@ -71,6 +74,7 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
       s.rank = r;
       s.tbIndex = t;
       s.tb = &m.lowered->gpus[r].threadblocks[t];
+      s.actor = uint32_t(tbs.size());
       s.done = s.tb->ops.empty();
       tbs.push_back(std::move(s));
     }
@@ -80,6 +84,7 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
     s.arrived = false;
     s.blockedOn.clear();
     s.pc++;
+    s.serial++;
     m.opsExecuted++;
   };
   // Advance pc over pipeline bookkeeping until it points at a runnable op (or the end).
@@ -117,6 +122,13 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
       return;
     }
   };
+
+  if (m.race) {
+    std::vector<cpu::RaceChecker::RankShape> shapes;
+    for (const RankState &rs : m.ranks)
+      shapes.push_back({rs.memSignals.size(), rs.portSignals.size(), rs.semaphores.size()});
+    m.race->beginLaunch(tbs, shapes);
+  }
 
   size_t remaining = 0;
   for (TbState &s : tbs) {
@@ -199,6 +211,13 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
     throw ExecutionError(ErrorKind::Misuse,
                          "unbalanced synchronisation at the end of launch " + std::to_string(launchIndex + 1) + ":",
                          diags);
+  if (m.race && m.race->raceCount() > 0)
+    throw ExecutionError(ErrorKind::Misuse,
+                         "data races in launch " + std::to_string(launchIndex + 1) + ": " +
+                             std::to_string(m.race->raceCount()) + " racing access pair(s) on overlapping bytes" +
+                             " (a GPU may give a wrong result); the first " +
+                             std::to_string(m.race->reports().size()) + " distinct:",
+                         m.race->reports());
 }
 
 ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
@@ -223,6 +242,9 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
   m.reduceOp = req.reduceOp;
   m.packetType = req.packetType;
   m.ranks.resize(plan.gpus.size());
+  cpu::RaceChecker race;
+  if (options_.raceCheck)
+    m.race = &race;
   for (uint32_t r = 0; r < plan.gpus.size(); ++r) {
     RankState &rs = m.ranks[r];
     rs.input = static_cast<uint8_t *>(req.buffers[r].input);

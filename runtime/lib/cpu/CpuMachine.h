@@ -40,6 +40,8 @@ enum class Step : uint8_t { Done, Progress, Blocked };
 
 struct TbState {
   uint32_t rank = 0, tbIndex = 0;
+  uint32_t actor = 0;             ///< Index among the launch's threadblocks (race checker).
+  uint64_t serial = 0;            ///< Dynamic op instances completed so far (race checker).
   const LoweredTb *tb = nullptr;
   size_t pc = 0;
   bool done = false;
@@ -55,6 +57,8 @@ struct TbState {
   std::string blockedOn;          ///< Why the current op is blocked (for deadlock reports).
 };
 
+class RaceChecker;
+
 struct Machine {
   const plan::Plan *plan = nullptr;
   const ResolvedPlan *resolved = nullptr;
@@ -66,6 +70,7 @@ struct Machine {
   std::vector<RankState> ranks;
   std::vector<uint8_t> tmp;        ///< Reduction scratch.
   uint64_t opsExecuted = 0;
+  RaceChecker *race = nullptr; ///< Non-null when CpuExecutorOptions::raceCheck is on.
 };
 
 /// Run one step of the tb's current op `op` (never a pipeline op). Throws ExecutionError(Misuse).

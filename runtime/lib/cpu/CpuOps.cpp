@@ -11,6 +11,7 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "CpuMachine.h"
+#include "RaceCheck.h"
 
 #include "msccl/runtime/Elements.h"
 
@@ -59,7 +60,16 @@ struct Ctx {
   }
 
   /// Plain bytes [offset, offset+length) of buffer `type` of `rank`.
-  uint8_t *plain(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what) const {
+  enum Acc : uint8_t { NoAcc, Read, Write };
+  /// Accesses of this op go through its port proxy lane (race checker).
+  bool byProxy() const {
+    return op.channelType == ChannelType::Port &&
+           (op.type == OpType::Put || op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush ||
+            op.type == OpType::PutPackets);
+  }
+
+  uint8_t *plain(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what,
+                 Acc acc = NoAcc) const {
     RankState &rs = m.ranks[rank];
     uint8_t *base = nullptr;
     uint64_t size = 0;
@@ -72,6 +82,8 @@ struct Ctx {
       misuse(std::string(what) + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
              ") are outside rank " + std::to_string(rank) + "'s " + bufferWord(type) + " buffer (" +
              std::to_string(size) + " bytes)");
+    if (acc != NoAcc && m.race)
+      m.race->access(tb, op, byProxy(), acc == Write, base + offset, length, rank, type, offset);
     return base + offset;
   }
 
@@ -88,7 +100,12 @@ struct Ctx {
     return m.resolved->gpus[tb.rank].switchChannels[e.where.switchChannel].ranks;
   }
 
+  /// Plain bytes of entry `e` (window `w`); a dst_buff entry is written, a src_buff one read.
   uint8_t *plainEntry(const LoweredEntry &e, ByteRange w, const std::string &what) const {
+    return plain(ownerOf(e), e.where.type, w.offset, w.length, what.c_str(), what.rfind("dst", 0) == 0 ? Write : Read);
+  }
+  /// The same without telling the race checker (packet ops report their accesses when done).
+  uint8_t *plainEntryUntracked(const LoweredEntry &e, ByteRange w, const std::string &what) const {
     return plain(ownerOf(e), e.where.type, w.offset, w.length, what.c_str());
   }
 
@@ -107,6 +124,10 @@ struct Ctx {
              std::to_string(ch.peer) + ", which declares no partner channel");
     RankState &peer = m.ranks[ch.peer];
     (ct == ChannelType::Memory ? peer.memSignals : peer.portSignals)[ch.peerChannel]++;
+    if (m.race)
+      m.race->signal(tb, ct, ch.peer, ch.peerChannel, ct == ChannelType::Port || op.type != OpType::RelaxedSignal,
+                     ct == ChannelType::Memory && (op.type == OpType::PutWithSignal ||
+                                                   op.type == OpType::PutWithSignalAndFlush));
   }
 
   Step waitAll() {
@@ -123,6 +144,8 @@ struct Ctx {
       uint32_t c = op.channels[tb.cursor];
       if (sig[c] > wt[c]) {
         wt[c]++;
+        if (m.race)
+          m.race->wait(tb, ct, c, ct == ChannelType::Port || op.type != OpType::RelaxedWait);
         tb.cursor++;
         progressed = true;
         continue;
@@ -238,13 +261,13 @@ struct Ctx {
     const uint64_t len = sw.length;
     std::vector<const uint8_t *> srcs;
     for (uint32_t r : members(se))
-      srcs.push_back(plain(r, se.where.type, sw.offset, len, "src_buff[0] (switch member)"));
+      srcs.push_back(plain(r, se.where.type, sw.offset, len, "src_buff[0] (switch member)", Read));
     std::vector<uint8_t *> dsts;
     const LoweredEntry &de = op.dst[0];
     ByteRange dw = window(de);
     if (de.where.kind == Location::Kind::Switch) {
       for (uint32_t r : members(de))
-        dsts.push_back(plain(r, de.where.type, dw.offset, len, "dst_buff[0] (switch member)"));
+        dsts.push_back(plain(r, de.where.type, dw.offset, len, "dst_buff[0] (switch member)", Write));
     } else {
       dw.length = len;
       dsts.push_back(plainEntry(de, dw, "dst_buff[0]"));
@@ -259,7 +282,7 @@ struct Ctx {
     const LoweredEntry &de = op.dst[0];
     ByteRange dw = window(de);
     for (uint32_t r : members(de))
-      copyBytes(plain(r, de.where.type, dw.offset, sw.length, "dst_buff[0] (switch member)"), s, sw.length);
+      copyBytes(plain(r, de.where.type, dw.offset, sw.length, "dst_buff[0] (switch member)", Write), s, sw.length);
     return Step::Done;
   }
 
@@ -321,17 +344,82 @@ struct Ctx {
                    std::to_string(2 * e.bytes.offset) + ", " + std::to_string(2 * e.bytes.end()) + "))";
   }
 
+  /// Race checker, when a packet op completes: the packets it consumed carry their producers'
+  /// clocks (LL flags order each packet's payload), then its plain accesses are checked, then
+  /// the packets it produced carry its clock (including its own plain reads).
+  void racePacketOp() {
+    if (!m.race)
+      return;
+    const uint64_t len = op.src[0].bytes.length;
+    std::vector<std::pair<const uint8_t *, uint64_t>> in, out;
+    auto pk = [&](std::vector<std::pair<const uint8_t *, uint64_t>> &v, const LoweredEntry &e, uint64_t n) {
+      v.emplace_back(packetEntry(e, n, "packets"), 2 * n);
+    };
+    auto rec = [&](const LoweredEntry &e, uint64_t n, Acc acc) {
+      plain(ownerOf(e), e.where.type, e.bytes.offset, n, "plain", acc);
+    };
+    switch (op.type) {
+    case OpType::CopyPackets:
+    case OpType::PutPackets: {
+      const size_t n = op.type == OpType::CopyPackets ? 1 : op.dst.size();
+      for (size_t i = 0; i < n; ++i) {
+        rec(op.src[i], op.src[i].bytes.length, Read);
+        pk(out, op.dst[i], op.src[i].bytes.length);
+      }
+      break;
+    }
+    case OpType::UnpackPackets:
+      pk(in, op.src[0], len);
+      break;
+    case OpType::ReadPutPackets:
+      pk(in, op.src[0], len);
+      for (const LoweredEntry &e : op.dst)
+        pk(out, e, len);
+      break;
+    case OpType::MultiStorePackets:
+      pk(in, op.src[0], len);
+      for (uint32_t r : members(op.dst[0]))
+        out.emplace_back(packets(r, op.dst[0].where.type, op.dst[0].bytes.offset, len, "packets"), 2 * len);
+      break;
+    default: { // repkt, recpkt, respkt, recspkt
+      for (size_t j = 1; j < op.src.size(); ++j)
+        pk(in, op.src[j], len);
+      size_t first = 1;
+      if (op.type == OpType::ReduceCopyPackets || op.type == OpType::ReduceCopySendPackets) {
+        pk(out, op.dst[1], len);
+        first = 2;
+      }
+      if (op.type == OpType::ReduceSendPackets || op.type == OpType::ReduceCopySendPackets)
+        for (size_t j = first; j < op.dst.size(); ++j)
+          pk(out, op.dst[j], len);
+      break;
+    }
+    }
+    for (auto &r : in)
+      m.race->packetAcquire(tb, r.first, r.second);
+    if (op.type == OpType::UnpackPackets) {
+      rec(op.dst[0], len, Write);
+    } else if (op.type != OpType::CopyPackets && op.type != OpType::PutPackets && op.type != OpType::ReadPutPackets &&
+               op.type != OpType::MultiStorePackets) {
+      rec(op.src[0], len, Read);
+      rec(op.dst[0], len, Write);
+    }
+    for (auto &r : out)
+      m.race->packetRelease(tb, byProxy(), r.first, r.second);
+  }
+
   /// cpkt / ppkt: plain sources -> packets (no waiting).
   Step toPackets() {
     const size_t n = op.type == OpType::CopyPackets ? 1 : op.dst.size();
     for (size_t i = 0; i < n; ++i) {
       uint64_t len = op.src[i].bytes.length;
       uint64_t cnt = packetCount(len);
-      const uint8_t *s = plainEntry(op.src[i], op.src[i].bytes, entryName("src_buff", i));
+      const uint8_t *s = plainEntryUntracked(op.src[i], op.src[i].bytes, entryName("src_buff", i));
       uint8_t *d = packetEntry(op.dst[i], len, entryName("dst_buff", i));
       for (uint64_t k = 0; k < cnt; ++k)
         writePacket(d, k, s + k * payload());
     }
+    racePacketOp();
     return Step::Done;
   }
 
@@ -345,7 +433,7 @@ struct Ctx {
     if (op.type == OpType::UnpackPackets) {
       ByteRange dw = op.dst[0].bytes;
       dw.length = len;
-      outs.push_back(plainEntry(op.dst[0], dw, "dst_buff[0]"));
+      outs.push_back(plainEntryUntracked(op.dst[0], dw, "dst_buff[0]"));
     } else if (op.type == OpType::ReadPutPackets) {
       for (size_t j = 0; j < op.dst.size(); ++j)
         outs.push_back(packetEntry(op.dst[j], len, entryName("dst_buff", j)));
@@ -371,6 +459,7 @@ struct Ctx {
       tb.cursor++;
       progressed = true;
     }
+    racePacketOp();
     return Step::Done;
   }
 
@@ -378,13 +467,13 @@ struct Ctx {
   Step reducePackets() {
     const uint64_t len = op.src[0].bytes.length;
     const uint64_t cnt = packetCount(len);
-    const uint8_t *a = plainEntry(op.src[0], op.src[0].bytes, "src_buff[0]");
+    const uint8_t *a = plainEntryUntracked(op.src[0], op.src[0].bytes, "src_buff[0]");
     std::vector<const uint8_t *> pk;
     for (size_t j = 1; j < op.src.size(); ++j)
       pk.push_back(packetEntry(op.src[j], len, entryName("src_buff", j)));
     ByteRange dw = op.dst[0].bytes;
     dw.length = len;
-    uint8_t *d = plainEntry(op.dst[0], dw, "dst_buff[0]");
+    uint8_t *d = plainEntryUntracked(op.dst[0], dw, "dst_buff[0]");
     std::vector<uint8_t *> outPk; // packet destinations
     size_t firstRemote = 1;
     if (op.type == OpType::ReduceCopyPackets || op.type == OpType::ReduceCopySendPackets) {
@@ -422,13 +511,17 @@ struct Ctx {
       tb.cursor++;
       progressed = true;
     }
+    racePacketOp();
     return Step::Done;
   }
 
   // --- Barrier and semaphores -------------------------------------------------------------
   Step barrier() {
-    if (op.numThreadblocks <= 1)
+    if (op.numThreadblocks <= 1) {
+      if (m.race)
+        m.race->nop(tb);
       return Step::Done;
+    }
     RankState &rs = m.ranks[tb.rank];
     if (op.barrierId >= rs.barriers.size())
       rs.barriers.resize(op.barrierId + 1);
@@ -442,17 +535,24 @@ struct Ctx {
                std::to_string(b.expected));
       tb.arrived = true;
       tb.barrierGeneration = b.generation;
+      if (m.race)
+        m.race->barrierArrive(tb, op.barrierId, tb.barrierGeneration);
       if (++b.arrived == b.expected) {
         b.arrived = 0;
         b.generation++;
+        if (m.race)
+          m.race->barrierLeave(tb, op.barrierId, tb.barrierGeneration);
         return Step::Done;
       }
       tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
                      std::to_string(b.expected) + " threadblocks arrived";
       return Step::Progress;
     }
-    if (b.generation != tb.barrierGeneration)
+    if (b.generation != tb.barrierGeneration) {
+      if (m.race)
+        m.race->barrierLeave(tb, op.barrierId, tb.barrierGeneration);
       return Step::Done;
+    }
     tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
                    std::to_string(b.expected) + " threadblocks arrived";
     return Step::Blocked;
@@ -482,19 +582,28 @@ struct Ctx {
                      std::to_string(rs.semaphores[id]) + " after its decrement; needs a sem_release)";
       return progressed ? Step::Progress : Step::Blocked;
     }
+    if (m.race)
+      for (uint32_t id : op.semaphores)
+        m.race->semAcquire(tb, id);
     return Step::Done;
   }
 
   Step semRelease() {
     RankState &rs = m.ranks[tb.rank];
-    for (uint32_t id : op.semaphores)
+    for (uint32_t id : op.semaphores) {
+      if (m.race)
+        m.race->semRelease(tb, id);
       rs.semaphores[id]++;
+    }
     return Step::Done;
   }
 
   Step run() {
     switch (op.type) {
-    case OpType::Nop: return Step::Done;
+    case OpType::Nop:
+      if (m.race)
+        m.race->nop(tb);
+      return Step::Done;
     case OpType::Barrier: return barrier();
     case OpType::Signal:
     case OpType::RelaxedSignal:
@@ -503,12 +612,19 @@ struct Ctx {
       return Step::Done;
     case OpType::Wait:
     case OpType::RelaxedWait: return waitAll();
-    case OpType::Flush: return Step::Done; // port transfers complete when issued (docs/runtime.md)
+    case OpType::Flush: // port transfers complete when issued (docs/runtime.md)
+      if (m.race)
+        m.race->flush(tb);
+      return Step::Done;
     case OpType::SemAcquire: return semAcquire();
     case OpType::SemRelease: return semRelease();
     case OpType::Put: return put(false);
-    case OpType::PutWithSignal:
-    case OpType::PutWithSignalAndFlush: return put(true);
+    case OpType::PutWithSignal: return put(true);
+    case OpType::PutWithSignalAndFlush:
+      put(true);
+      if (m.race && op.channelType == ChannelType::Port)
+        m.race->flush(tb);
+      return Step::Done;
     case OpType::Get: return get();
     case OpType::Copy: return copy();
     case OpType::Reduce:

@@ -14,7 +14,8 @@
 // Misuse is reported as ExecutionError(Misuse) naming rank/tb/op: out-of-bounds buffer
 // accesses (every access is checked against the rank's input/output/scratch sizes), semaphores
 // not back at their init value or channels with signals not matched by waits at the end of a
-// launch, inconsistent barrier sizes.
+// launch, inconsistent barrier sizes; with CpuExecutorOptions::raceCheck, data races a GPU
+// could exhibit (happens-before checker, runtime/lib/cpu/RaceCheck.h).
 // Semantics follow plan-format §6-§8 with the intended meaning where §11 lists a defect of the
 // reference; docs/runtime.md lists every choice.
 //
@@ -34,6 +35,14 @@ struct CpuExecutorOptions {
   /// Last-resort wall-clock bound per execute call in seconds (0 = none). The scheduler detects
   /// deadlocks by itself; this only guards against a runaway plan (e.g. billions of ops).
   double timeLimitSeconds = 0;
+  /// Check every launch for data races a GPU could exhibit (plan-format §6.3): accesses to the
+  /// same bytes, at least one a write, not ordered by nop/barrier within a threadblock, by
+  /// signal->wait (release/acquire) between ranks, by barrier/semaphores between threadblocks
+  /// of a rank, or by flush/port signal for port puts. Races raise ExecutionError(Misuse) at
+  /// the end of the launch, one diagnostic per racing op pair (first 8) naming both accesses,
+  /// the buffer and byte range. Slower (vector clocks + an interval map over all bytes touched).
+  /// See docs/runtime.md "Race checking".
+  bool raceCheck = false;
 };
 
 /// A new CPU executor. Its memory is host memory (allocate() = zeroed aligned host memory).
