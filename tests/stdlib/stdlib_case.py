@@ -3,8 +3,9 @@
 
 Run mode (default): compiles `stdlib:ALGO` with the given -D params into a plan, reads the plan's
 chunk counts to pick message sizes the plan accepts (multiples of buffer_alignment * chunks),
-and runs msccl-run on the CPU executor over a three-size sweep with result checking. Fails
-(exit 1) when compiling fails or msccl-run reports an error or a wrong result.
+and runs msccl-run on the CPU executor over a three-size sweep with result checking and the
+happens-before race checker (--race-check). Fails
+(exit 1) when compiling fails or msccl-run reports an error, a data race or a wrong result.
 
 Refusal mode (--expect-error TEXT): compiles with the given params and passes only when mscclc
 exits non-zero and its diagnostics contain TEXT (the algorithm's own error()/assert message).
@@ -64,7 +65,7 @@ def main():
         base = chunk_bytes * max(gpu["input_chunks"], gpu["output_chunks"])
         top = base * args.factor ** (args.steps - 1)
         cmd = [args.run, plan_path, "--backend", "cpu", "-b", str(base), "-e", str(top), "-f", str(args.factor),
-               "-d", args.dtype, "--" + args.mode, "-n", "2", "-w", "1", "--check"]
+               "-d", args.dtype, "--" + args.mode, "-n", "2", "-w", "1", "--check", "--race-check"]
         print("+ " + " ".join(cmd), flush=True)
         run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         sys.stdout.write(run.stdout)
