@@ -330,22 +330,23 @@ void Rank::barrier(const std::vector<int64_t> &tbList) const {
 }
 
 // --- rank.py Semaphore ------------------------------------------------------------------
-void Semaphore::acquire(int64_t tb, SyncType dataSync) const {
+namespace {
+void addSemaphoreOp(Program &prog, int64_t rank, int64_t semaphoreId, OpKind kind, int64_t tb, SyncType dataSync) {
   uint32_t t = Program::Impl::checkTb(tb);
   Op op;
-  op.kind = OpKind::SemAcquire;
-  op.ids.push_back(id_);
+  op.kind = kind;
+  op.ids.push_back(semaphoreId);
   op.dataSync = dataSync;
-  prog_->impl().addOperation(rank_, t, std::move(op));
+  prog.impl().addOperation(rank, t, std::move(op));
+}
+} // namespace
+
+void Semaphore::acquire(int64_t tb, SyncType dataSync) const {
+  addSemaphoreOp(*prog_, rank_, id_, OpKind::SemAcquire, tb, dataSync);
 }
 
 void Semaphore::release(int64_t tb, SyncType dataSync) const {
-  uint32_t t = Program::Impl::checkTb(tb);
-  Op op;
-  op.kind = OpKind::SemRelease;
-  op.ids.push_back(id_);
-  op.dataSync = dataSync;
-  prog_->impl().addOperation(rank_, t, std::move(op));
+  addSemaphoreOp(*prog_, rank_, id_, OpKind::SemRelease, tb, dataSync);
 }
 
 } // namespace msccl::ir

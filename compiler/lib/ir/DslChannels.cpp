@@ -275,15 +275,21 @@ void emitSwitch(Program::Impl &im, const Program::Impl::SwitchRec &rec, int64_t 
   op.switchBuffer = rec.bufferType;
   im.addOperation(rank, t, std::move(op));
 }
+// The checks SwitchChannel reduce and broadcast share, in the Python order. Both say
+// "Destination chunk" (broadcast too, for its source chunk: channel.py's wording).
+void checkGroupChunk(Program::Impl &im, const Program::Impl::SwitchRec &rec, const Chunk &c, int64_t bufferOffset,
+                     int64_t size) {
+  if (!inGroup(rec.ranks, c.rank))
+    throw DslError("Destination chunk rank " + s(c.rank) + " is not part of the rank group " + pyList(rec.ranks) + ".");
+  if (c.size != size) throw DslError("Destination chunk size " + s(c.size) + " does not match the required size " + s(size) + ".");
+  checkCapacity(im, rec, bufferOffset, size, false);
+}
 } // namespace
 
 void SwitchChannelRankView::reduce(int64_t bufferOffset, int64_t size, const Chunk &dst, int64_t tb, ReduceOperationType reduceOp) const {
   auto &im = prog_->impl();
   auto &rec = im.switches[channel_];
-  if (!inGroup(rec.ranks, dst.rank))
-    throw DslError("Destination chunk rank " + s(dst.rank) + " is not part of the rank group " + pyList(rec.ranks) + ".");
-  if (dst.size != size) throw DslError("Destination chunk size " + s(dst.size) + " does not match the required size " + s(size) + ".");
-  checkCapacity(im, rec, bufferOffset, size, false);
+  checkGroupChunk(im, rec, dst, bufferOffset, size);
   Op op;
   op.kind = OpKind::MultiLoadReduce;
   op.bufferOffset = bufferOffset;
@@ -296,10 +302,7 @@ void SwitchChannelRankView::reduce(int64_t bufferOffset, int64_t size, const Chu
 void SwitchChannelRankView::broadcast(const Chunk &src, int64_t bufferOffset, int64_t size, int64_t tb) const {
   auto &im = prog_->impl();
   auto &rec = im.switches[channel_];
-  if (!inGroup(rec.ranks, src.rank))
-    throw DslError("Destination chunk rank " + s(src.rank) + " is not part of the rank group " + pyList(rec.ranks) + ".");
-  if (src.size != size) throw DslError("Destination chunk size " + s(src.size) + " does not match the required size " + s(size) + ".");
-  checkCapacity(im, rec, bufferOffset, size, false);
+  checkGroupChunk(im, rec, src, bufferOffset, size);
   Op op;
   op.kind = OpKind::MultiStore;
   op.bufferOffset = bufferOffset;

@@ -83,37 +83,38 @@ struct Reader {
   }
 };
 
+// A local chunk is (type, index, size); a remote chunk adds its tb-local buffer id.
+template <class C> void writeChunk(Writer &w, const C &c) {
+  w.byte(uint8_t(c.type));
+  w.s(c.index);
+  w.s(c.size);
+}
+template <class C> void readChunk(Reader &r, C &c) {
+  c.type = BufferType(r.byte());
+  c.index = r.s();
+  c.size = r.s();
+}
 void writeLocal(Writer &w, const LocalChunkList &v) {
   w.u(v.size());
-  for (auto &c : v) {
-    w.byte(uint8_t(c.type));
-    w.s(c.index);
-    w.s(c.size);
-  }
+  for (auto &c : v)
+    writeChunk(w, c);
 }
 void readLocal(Reader &r, LocalChunkList &v) {
   v.resize(size_t(r.u()));
-  for (auto &c : v) {
-    c.type = BufferType(r.byte());
-    c.index = r.s();
-    c.size = r.s();
-  }
+  for (auto &c : v)
+    readChunk(r, c);
 }
 void writeRemote(Writer &w, const RemoteChunkList &v) {
   w.u(v.size());
   for (auto &c : v) {
-    w.byte(uint8_t(c.type));
-    w.s(c.index);
-    w.s(c.size);
+    writeChunk(w, c);
     w.u(c.bufferId);
   }
 }
 void readRemote(Reader &r, RemoteChunkList &v) {
   v.resize(size_t(r.u()));
   for (auto &c : v) {
-    c.type = BufferType(r.byte());
-    c.index = r.s();
-    c.size = r.s();
+    readChunk(r, c);
     c.bufferId = uint32_t(r.u());
   }
 }
