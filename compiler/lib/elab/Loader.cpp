@@ -14,6 +14,9 @@
 #ifndef MSCCL_STDLIB_DIR
 #define MSCCL_STDLIB_DIR "stdlib"
 #endif
+#ifndef MSCCL_INSTALL_STDLIB_REL
+#define MSCCL_INSTALL_STDLIB_REL "../share/msccl/stdlib"
+#endif
 
 namespace msccl::elab {
 
@@ -22,7 +25,17 @@ using diag::DiagId;
 std::string defaultStdlibDir() {
   if (const char *env = std::getenv("MSCCL_STDLIB_PATH"); env && *env)
     return env;
-  return MSCCL_STDLIB_DIR;
+  // An installed tool finds the stdlib beside itself: <prefix>/bin/X -> <prefix>/share/msccl/stdlib.
+  static int anchor;
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  if (!exe.empty()) {
+    llvm::SmallString<256> dir(llvm::sys::path::parent_path(exe));
+    llvm::sys::path::append(dir, MSCCL_INSTALL_STDLIB_REL);
+    llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+    if (llvm::sys::fs::is_directory(dir))
+      return std::string(dir);
+  }
+  return MSCCL_STDLIB_DIR; // a build tree: the source tree's stdlib/
 }
 
 namespace {

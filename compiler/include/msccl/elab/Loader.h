@@ -29,10 +29,12 @@ struct Unit {
 
 struct SearchPath {
   std::vector<std::string> includeDirs; ///< -I, in order
-  std::string stdlibDir;                ///< MSCCL_STDLIB_PATH or the compiled-in stdlib/
+  std::string stdlibDir;                ///< defaultStdlibDir() unless set otherwise
 };
 
-/// The stdlib directory: $MSCCL_STDLIB_PATH if set, else the source tree's stdlib/.
+/// The stdlib directory: $MSCCL_STDLIB_PATH if set; else, for an installed tool,
+/// `<dir of the running executable>/../share/msccl/stdlib` when that exists; else the source
+/// tree's stdlib/ (a build tree).
 std::string defaultStdlibDir();
 
 /// Parses `mainBuffer` and (recursively) its imports. Returns false if any error was reported.
