@@ -12,9 +12,11 @@
 // Run-time fixes of the reference's defects (plan-format.md §11): SO is added to every scratch
 // access, local or remote, packet or plain (4), and a peer's or switch member's scratch uses
 // that owner's SO (ranks' scratch sizes may differ); with reuse_resources, pipeline windows of
-// scratch entries wrap modulo the slot size SC (§3.6, as the CPU executor); flush waits for the proxy to complete the listed
-// port channels' requests (5); port sources use this rank's own buffers (7); flags and barrier
-// counters belong to the executor's context, not the process (18).
+// scratch entries wrap modulo the slot size SC (§3.6, as the CPU executor); flush waits for
+// the proxy to complete the listed port channels' requests (5); port sources use this rank's
+// own buffers (7); flags and barrier counters belong to the executor's context, not the
+// process (18). Waits claim their expected counter value atomically (several threadblocks may
+// wait on one channel); repkt writes no packets (extra dst entries are ignored).
 //
 // Mirrors: mscclpp src/core/include/execution_kernel.hpp, src/core/executor/execution_kernel.cu.
 //
