@@ -48,7 +48,7 @@ struct ScheduleStep {
 std::vector<ScheduleStep> launchSchedule(uint32_t numGpus, uint32_t count, bool afterEarlierLaunch);
 
 /// How many interpreter blocks one GPU may host in one launch: `blocksPerSm` (occupancy
-/// calculator) x `numSms`; when `reserveForProxy` (port channels between ranks on this same
+/// calculator) x `numSms` (0 if either is not positive); when `reserveForProxy` and numSms > 1 (port channels between ranks on this same
 /// GPU: the proxy's cudaMemcpyAsync may run as a kernel on the SMs) one SM's worth of blocks is
 /// kept free, so that the copy the plan waits for can be scheduled while every plan block spins.
 uint64_t coResidentBlockLimit(int blocksPerSm, int numSms, bool reserveForProxy);
