@@ -48,9 +48,10 @@ struct ScheduleStep {
 std::vector<ScheduleStep> launchSchedule(uint32_t numGpus, uint32_t count, bool afterEarlierLaunch);
 
 /// How many interpreter blocks one GPU may host in one launch: `blocksPerSm` (occupancy
-/// calculator) x `numSms` (0 if either is not positive); when `reserveForProxy` and numSms > 1 (port channels between ranks on this same
-/// GPU: the proxy's cudaMemcpyAsync may run as a kernel on the SMs) one SM's worth of blocks is
-/// kept free, so that the copy the plan waits for can be scheduled while every plan block spins.
+/// calculator) x `numSms` (0 if either is not positive). With `reserveForProxy` (port channels
+/// between ranks on this same GPU: the proxy's cudaMemcpyAsync may run as a kernel on the SMs)
+/// and more than one SM, one SM's worth of blocks is kept free, so that the copy the plan waits
+/// for can be scheduled while every plan block spins.
 uint64_t coResidentBlockLimit(int blocksPerSm, int numSms, bool reserveForProxy);
 
 } // namespace msccl::cuda::detail
