@@ -267,7 +267,13 @@ LoweredPlan lowerPlan(const Plan &plan, const ResolvedPlan &resolved, uint64_t i
     }
     lg.usesPackets = usesPackets;
     lg.scratchBytes = scratchBytes(plan, r, lg.layout, usesPackets);
-    lg.scratchHalfOffset = plan.useDoubleScratchBuffer ? lg.scratchBytes / 2 : 0;
+    lg.scratchHalfOffset = 0;
+    if (plan.useDoubleScratchBuffer) {
+      // The second half starts 16-byte aligned (LL16 packets are 16-byte vector stores); the
+      // allocation is both halves.
+      lg.scratchHalfOffset = (lg.scratchBytes / 2 + lg.scratchBytes % 2 + 15) / 16 * 16;
+      lg.scratchBytes = 2 * lg.scratchHalfOffset;
+    }
   }
   return out;
 }

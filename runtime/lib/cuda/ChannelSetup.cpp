@@ -7,6 +7,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "CudaContext.h"
 #include "KernelLaunch.h"
+#include "LaunchSchedule.h"
 
 #include <cstring>
 #include <map>
@@ -52,14 +53,37 @@ void *Allocations::hostMapped(size_t bytes) {
   return p;
 }
 
+void *stagingAlloc(int device, size_t bytes) {
+  void *p = nullptr;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc (staging)");
+  return p;
+}
+
+void stagingFree(int device, void *ptr) {
+  cudaSetDevice(device);
+  cudaFree(ptr);
+}
+
 Context::~Context() {
+  // Drain before stopping anything: a queued kernel may wait on port signals that only the
+  // proxy can deliver (stopping the proxy first made it sit out the whole wait timeout).
+  for (GpuState &g : gpus)
+    if (g.stream) {
+      cudaSetDevice(g.device);
+      cudaStreamSynchronize(g.stream);
+    }
+  if (usesPort && !abandoned && proxy.running()) {
+    try {
+      drainPortProxy(*this, 5.0);
+    } catch (const std::exception &) {
+      // Teardown goes on; the proxy thread is stopped below either way.
+    }
+  }
   proxy.stop();
   for (GpuState &g : gpus) {
     cudaSetDevice(g.device);
-    if (g.stream) {
-      cudaStreamSynchronize(g.stream);
-      cudaStreamDestroy(g.stream);
-    }
+    if (g.stream) cudaStreamDestroy(g.stream);
     if (g.done) cudaEventDestroy(g.done);
   }
   for (ProxyRank &p : proxyRanks)
@@ -114,6 +138,8 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
     s.entries = A.deviceArray<DevEntry>(d, L.entries.size());
     toDevice(s.entries, L.entries);
     s.remoteBases = A.deviceArray<char *>(d, L.numRemoteBuffers);
+    s.remoteScratchHalf = A.deviceArray<uint64_t>(d, L.numRemoteBuffers);
+    toDevice(s.remoteScratchHalf, L.remoteScratchHalf);
     s.remoteTypes = A.deviceArray<uint8_t>(d, L.numRemoteBuffers);
     s.memoryChannels = A.deviceArray<DevMemoryChannel>(d, L.numMemoryChannels);
     s.portChannels = A.deviceArray<DevPortChannel>(d, L.numPortChannels);
@@ -212,14 +238,19 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
     check(planKernelBlocksPerSm(threads, &perSm), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
-    const uint64_t resident = uint64_t(perSm) * prop.multiProcessorCount;
+    // Port copies between ranks of this GPU may run as a kernel: keep an SM for them.
+    const bool reserve = c.usesPort && ranks.size() > 1;
+    const uint64_t resident = coResidentBlockLimit(perSm, prop.multiProcessorCount, reserve);
     if (g.numBlocks > resident)
       throw ExecutionError(ErrorKind::Unsupported,
                            "cuda: " + std::to_string(ranks.size()) + " rank(s) on GPU " + std::to_string(dev) + " (" + prop.name +
                                ") need " + std::to_string(g.numBlocks) + " co-resident threadblocks of " + std::to_string(threads) +
                                " threads, but at most " + std::to_string(resident) + " (" + std::to_string(perSm) + " per SM x " +
-                               std::to_string(prop.multiProcessorCount) + " SMs) fit; threadblocks wait on each other, so the plan "
-                               "cannot run with these ranks on one GPU");
+                               std::to_string(prop.multiProcessorCount) + " SMs" +
+                               (reserve ? ", one SM kept free for the port proxy's copies" : "") +
+                               ") fit; threadblocks wait on each other, so the plan cannot run with these ranks on one GPU");
+    int coop = 0;
+    g.cooperative = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) == cudaSuccess && coop != 0;
     g.threadblocks = A.deviceArray<DevThreadblock>(dev, tbs.size());
     toDevice(g.threadblocks, tbs);
     g.rankContexts = A.deviceArray<DevRankContext>(dev, ranks.size());
@@ -233,6 +264,9 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
 
 void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector<char *> &output) {
   const size_t nr = c.ranks.size();
+  // Quiesce the proxy: once its thread is joined, its tables (rewritten below) are ours alone.
+  // Every request of earlier launches was completed by drainPortProxy.
+  c.proxy.stop();
   for (size_t r = 0; r < nr; ++r) {
     c.ranks[r].input = input[r];
     c.ranks[r].output = output[r];
@@ -248,11 +282,16 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
     check(cudaSetDevice(s.device), "cudaSetDevice");
     toDevice(s.remoteBases, remote);
     std::vector<DevSwitchChannel> sw;
-    for (const runtime::ResolvedSwitch &rs : c.resolved.gpus[r].switchChannels) {
+    const auto &switches = c.resolved.gpus[r].switchChannels;
+    for (size_t k = 0; k < switches.size(); ++k) {
+      const runtime::ResolvedSwitch &rs = switches[k];
       DevSwitchChannel d;
       d.nMembers = rs.ranks.size();
       d.bufferType = (uint32_t)rs.bufferType;
-      for (size_t m = 0; m < rs.ranks.size() && m < kMaxSwitchMembers; ++m) d.bases[m] = bufferOf(rs.ranks[m], rs.bufferType);
+      for (size_t m = 0; m < rs.ranks.size() && m < kMaxSwitchMembers; ++m) {
+        d.bases[m] = bufferOf(rs.ranks[m], rs.bufferType);
+        d.scratchHalf[m] = s.lowered.switchScratchHalf.at(k).at(m); // the member's own half
+      }
       sw.push_back(d);
     }
     toDevice(s.switchChannels, sw);
@@ -275,7 +314,9 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
       rc.output = s.output;
       rc.scratch = s.scratch;
       rc.scratchHalf = s.lowered.scratchHalf;
+      rc.reuseSlotBytes = s.lowered.reuseSlotBytes;
       rc.remoteBases = s.remoteBases;
+      rc.remoteScratchHalf = s.remoteScratchHalf;
       rc.remoteTypes = s.remoteTypes;
       rc.memoryChannels = s.memoryChannels;
       rc.portChannels = s.portChannels;
@@ -289,7 +330,23 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
     check(cudaSetDevice(g.device), "cudaSetDevice");
     toDevice(g.rankContexts, rcs);
   }
-  if (c.usesPort && !c.proxy.running()) c.proxy.start(&c.proxyRanks);
+  if (c.usesPort) c.proxy.start(&c.proxyRanks);
+}
+
+void drainPortProxy(Context &c, double timeoutSeconds) {
+  if (!c.usesPort) return;
+  std::vector<uint64_t> pushed(c.ranks.size(), 0);
+  for (size_t r = 0; r < c.ranks.size(); ++r) {
+    const RankState &s = c.ranks[r];
+    if (!s.fifo.head) continue;
+    check(cudaSetDevice(s.device), "cudaSetDevice");
+    check(cudaMemcpy(&pushed[r], s.fifo.head, sizeof(uint64_t), cudaMemcpyDeviceToHost), "cudaMemcpy (FIFO head)");
+  }
+  if (!c.proxy.waitIdle(pushed, timeoutSeconds))
+    throw ExecutionError(ErrorKind::Deadlock, "cuda: the port channel proxy did not complete the kernels' requests within " +
+                                                  std::to_string(timeoutSeconds) + " s");
+  std::string e = c.proxy.syncCopies();
+  if (!e.empty()) throw ExecutionError(ErrorKind::Backend, "cuda: port channel proxy: " + e);
 }
 
 } // namespace msccl::cuda::detail

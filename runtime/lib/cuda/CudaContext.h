@@ -16,6 +16,7 @@
 #pragma once
 
 #include "PortProxy.h"
+#include "StagingPool.h"
 
 #include "msccl/cuda/Lowering.h"
 #include "msccl/runtime/Executor.h"
@@ -53,6 +54,7 @@ struct RankState {
   DevOp *ops = nullptr;
   DevEntry *entries = nullptr;
   char **remoteBases = nullptr;
+  uint64_t *remoteScratchHalf = nullptr;
   uint8_t *remoteTypes = nullptr;
   DevMemoryChannel *memoryChannels = nullptr;
   DevPortChannel *portChannels = nullptr;
@@ -79,7 +81,12 @@ struct GpuState {
   unsigned numBlocks = 0;
   DevRankContext *rankContexts = nullptr; ///< one per rank of `ranks`, in that order
   DevAbort *abort = nullptr;
+  bool cooperative = false; ///< launched with cudaLaunchCooperativeKernel (device supports it)
 };
+
+/// cudaMalloc on `device` / cudaFree (the staging pool's allocator; errors are ExecutionErrors).
+void *stagingAlloc(int device, size_t bytes);
+void stagingFree(int device, void *ptr);
 
 struct Context {
   // Key.
@@ -96,8 +103,12 @@ struct Context {
   bool usesPort = false;
   uint32_t flag = 0; ///< F of the last launch
   uint64_t opsPerLaunch = 0;
+  bool abandoned = false; ///< a launch timed out: counters and FIFOs are not balanced
   Allocations memory;
+  StagingPool staging{stagingAlloc, stagingFree}; ///< user buffers staged on their rank's GPU
 
+  /// Teardown drains first: the streams (kernels end; their waits are bounded), then the port
+  /// proxy (requests the kernels pushed), then the proxy thread stops and memory is freed.
   ~Context();
 };
 
@@ -107,7 +118,15 @@ struct Context {
 std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<LoweredRank> lowered,
                                       const std::vector<int> &rankDevice);
 
-/// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU).
+/// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU). The
+/// port proxy is quiesced (its thread joined) while its tables are rewritten, then restarted;
+/// the caller has drained it (drainPortProxy) after the previous launches.
 void bindBuffers(Context &ctx, const std::vector<char *> &input, const std::vector<char *> &output);
+
+/// After the kernels of the context have finished: waits until the port proxy has completed
+/// every request they pushed (each rank's FIFO head) and its copies have landed, so that the
+/// call's results are in place and the proxy's tables may be rewritten. `timeoutSeconds` <= 0
+/// waits forever. Throws ExecutionError(Deadlock) on timeout, Backend on CUDA errors.
+void drainPortProxy(Context &ctx, double timeoutSeconds);
 
 } // namespace msccl::cuda::detail

@@ -6,13 +6,17 @@
 // run, Deadlock when a device-side wait timed out, Backend for CUDA errors.
 // One execute = (warmup + iterations) launches; every launch advances the LL flag F and with
 // it the double-scratch half; with several GPUs each launch waits (on the device) for the
-// previous launch of every GPU, so a fast rank never overwrites packets a slow rank still reads.
+// previous launch of every GPU, so a fast rank never overwrites packets a slow rank still reads;
+// the order of the enqueued waits, launches and records is launchSchedule (LaunchSchedule.h).
+// Each batch of launches ends with the port proxy drained (every request the kernels pushed is
+// done, its copies have landed), so results are in place when execute returns.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/cuda/CudaExecutor.h"
 
 #include "CudaContext.h"
 #include "KernelLaunch.h"
+#include "LaunchSchedule.h"
 
 #include "msccl/runtime/PlanValidate.h"
 
@@ -44,7 +48,8 @@ bool cudaUsable(std::string *why) {
 
 namespace {
 
-/// A user buffer staged on a rank's GPU (OneRankPerGpu with buffers elsewhere).
+/// A user buffer staged on a rank's GPU (OneRankPerGpu with buffers elsewhere); the device
+/// memory comes from the context's StagingPool and is reused by later calls.
 struct Staging {
   char *user = nullptr, *device = nullptr;
   size_t bytes = 0;
@@ -147,7 +152,7 @@ std::vector<Staging> CudaExecutor::stage(const runtime::ExecuteRequest &req, std
       Staging s;
       s.user = user;
       s.bytes = bytes;
-      s.device = static_cast<char *>(context_->memory.device(dev, bytes));
+      s.device = static_cast<char *>(context_->staging.acquire(dev, bytes));
       check(cudaMemcpy(s.device, s.user, bytes, cudaMemcpyDefault), "cudaMemcpy (staging in)");
       st.push_back(s);
       return s.device;
@@ -167,14 +172,22 @@ std::vector<Staging> CudaExecutor::stage(const runtime::ExecuteRequest &req, std
 void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType dt) {
   Context &c = *context_;
   const uint64_t timeoutNs = options_.waitTimeoutSeconds > 0 ? uint64_t(options_.waitTimeoutSeconds * 1e9) : 0;
-  for (unsigned it = 0; it < count; ++it) {
-    ++c.flag;
-    if (c.flag == 0) ++c.flag; // zeroed scratch must never match
-    for (GpuState &g : c.gpus) {
-      check(cudaSetDevice(g.device), "cudaSetDevice");
-      if (c.gpus.size() > 1 && c.flag > 1)
-        for (GpuState &o : c.gpus)
-          if (&o != &g) check(cudaStreamWaitEvent(g.stream, o.done, 0), "cudaStreamWaitEvent");
+  const bool earlier = c.flag != 0;
+  uint32_t iteration = UINT32_MAX;
+  for (const ScheduleStep &step : launchSchedule(c.gpus.size(), count, earlier)) {
+    if (step.iteration != iteration) { // a new launch of every GPU: next flag
+      iteration = step.iteration;
+      ++c.flag;
+      if (c.flag == 0) ++c.flag; // zeroed scratch must never match
+    }
+    GpuState &g = c.gpus[step.gpu];
+    check(cudaSetDevice(g.device), "cudaSetDevice");
+    switch (step.kind) {
+    case ScheduleStep::Kind::Wait:
+      check(cudaStreamWaitEvent(g.stream, c.gpus[step.other].done, 0), "cudaStreamWaitEvent");
+      break;
+    case ScheduleStep::Kind::Record: check(cudaEventRecord(g.done, g.stream), "cudaEventRecord"); break;
+    case ScheduleStep::Kind::Launch: {
       DevLaunch L;
       L.threadblocks = g.threadblocks;
       L.ranks = g.rankContexts;
@@ -183,8 +196,10 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
       L.flag = c.flag;
       L.packetType = (uint8_t)(pt == runtime::PacketType::LL16 ? PacketType::LL16 : PacketType::LL8);
       L.dataType = (uint8_t)dt;
-      check(launchPlanKernel(L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream), "kernel launch");
-      check(cudaEventRecord(g.done, g.stream), "cudaEventRecord");
+      check(launchPlanKernel(L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream, g.cooperative),
+            g.cooperative ? "cooperative kernel launch (are all threadblocks co-resident?)" : "kernel launch");
+      break;
+    }
     }
   }
   for (GpuState &g : c.gpus) {
@@ -192,6 +207,13 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
     check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize (plan kernel)");
   }
   checkAbort();
+  try {
+    drainPortProxy(c, options_.waitTimeoutSeconds);
+  } catch (const ExecutionError &) {
+    c.abandoned = true; // requests left in the FIFOs: the context cannot be reused
+    context_.reset();
+    throw;
+  }
 }
 
 void CudaExecutor::checkAbort() {
@@ -210,6 +232,7 @@ void CudaExecutor::checkAbort() {
   }
   std::string proxyError = c.usesPort ? c.proxy.error() : "";
   if (!diags.empty()) {
+    c.abandoned = true;
     context_.reset(); // counters are unbalanced now
     throw ExecutionError(ErrorKind::Deadlock, "cuda: the launch was abandoned because a device-side wait timed out", diags);
   }
@@ -263,7 +286,9 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
     in[r] = static_cast<char *>(req.buffers[r].input);
     out[r] = static_cast<char *>(req.buffers[r].output);
   }
+  context_->staging.beginCall();
   std::vector<Staging> staged = perGpu ? stage(req, in, out) : std::vector<Staging>();
+  context_->staging.endCall(); // frees what earlier calls staged and this one does not need
   bindBuffers(*context_, in, out);
 
   runtime::ExecuteResult res;

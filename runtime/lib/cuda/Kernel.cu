@@ -10,15 +10,20 @@
 // wait is reported through DevLaunch::abort.
 //
 // Run-time fixes of the reference's defects (plan-format.md §11): SO is added to every scratch
-// access, local or remote, packet or plain (4); flush waits for the proxy to complete the listed
-// port channels' requests (5); port sources use this rank's own buffers (7); flags and barrier
-// counters belong to the executor's context, not the process (18).
+// access, local or remote, packet or plain (4), and a peer's or switch member's scratch uses
+// that owner's SO (ranks' scratch sizes may differ); with reuse_resources, pipeline windows of
+// scratch entries wrap modulo the slot size SC (§3.6, as the CPU executor); flush waits for
+// the proxy to complete the listed port channels' requests (5); port sources use this rank's
+// own buffers (7); flags and barrier counters belong to the executor's context, not the
+// process (18). Waits claim their expected counter value atomically (several threadblocks may
+// wait on one channel); repkt writes no packets (extra dst entries are ignored).
 //
 // Mirrors: mscclpp src/core/include/execution_kernel.hpp, src/core/executor/execution_kernel.cu.
 //
 //===------------------------------------------------------------------------------------===//
 #include "DeviceData.cuh"
 #include "KernelLaunch.h"
+#include "LoweringInternal.h"
 
 #include "msccl/plan/Plan.h"
 
@@ -40,19 +45,19 @@ struct Exec {
   const DevEntry *entries;
   char *input, *output, *scratch; // scratch includes SO
   uint64_t so;
+  uint64_t slot; // reuse_resources SC (0 = off)
+  bool even;     // even flag F: every scratch (ours, peers', members') uses its second half
   uint32_t flag;
   int dataType;
   bool ll16;
   Waiter w;
 
-  __device__ char *remoteBase(const DevEntry &e) const {
-    char *b = R->remoteBases[e.id];
-    return e.bufferType == (uint8_t)BufferType::Scratch ? b + so : b;
-  }
+  /// SO of the owner of remote entry `e` (0 unless its scratch on an even launch).
+  __device__ uint64_t remoteSo(const DevEntry &e) const { return even ? R->remoteScratchHalf[e.id] : 0; }
+  __device__ char *remoteBase(const DevEntry &e) const { return R->remoteBases[e.id] + remoteSo(e); }
   __device__ char *memberBase(const DevEntry &e, int m) const {
     const DevSwitchChannel &sc = R->switchChannels[e.id];
-    char *b = sc.bases[m];
-    return e.bufferType == (uint8_t)BufferType::Scratch ? b + so : b;
+    return sc.bases[m] + (even ? sc.scratchHalf[m] : 0);
   }
   __device__ int members(const DevEntry &e) const { return (int)R->switchChannels[e.id].nMembers; }
   /// Base of a local or remote entry (switch entries use memberBase).
@@ -66,13 +71,11 @@ struct Exec {
     }
   }
   /// Plain range of an entry inside the window: [off, off+len).
-  __device__ static void range(const DevEntry &e, const Window &win, uint64_t &off, uint64_t &len) {
+  __device__ void range(const DevEntry &e, const Window &win, uint64_t &off, uint64_t &len) const {
     off = e.offset;
     len = e.length;
-    if (win.on) {
-      if (win.delta >= len) len = 0;
-      else { off += win.delta; len = min(len - win.delta, win.unit); }
-    }
+    if (win.on)
+      pipelineWindowBytes(e.offset, e.length, e.bufferType == (uint8_t)BufferType::Scratch, win.delta, win.unit, slot, off, len);
   }
 };
 
@@ -102,7 +105,8 @@ __device__ void fifoWait(Exec &x, uint64_t idx) {
 }
 
 __device__ void waitCounter(Exec &x, const uint64_t *inbound, uint64_t *expected, bool relaxed) {
-  uint64_t e = ++*expected;
+  // Several threadblocks may wait on one channel: each claims its own expected value.
+  uint64_t e = atomicAdd(reinterpret_cast<unsigned long long *>(expected), 1ull) + 1;
   uint32_t n = 0;
   uint64_t deadline = 0;
   while ((relaxed ? loadRelaxedSys(inbound) : loadAcquireSys(inbound)) < e)
@@ -165,8 +169,8 @@ __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
   const OpType t = (OpType)op.type;
   uint64_t so, sl, dof, dl;
   if (t == OpType::Copy || t == OpType::MultiStore) {
-    Exec::range(src[0], win, so, sl);
-    Exec::range(dst[0], win, dof, dl);
+    x.range(src[0], win, so, sl);
+    x.range(dst[0], win, dof, dl);
     char *d[kMaxPtrs];
     int nd = 0;
     if (t == OpType::Copy) d[nd++] = x.base(dst[0]) + dof;
@@ -177,8 +181,8 @@ __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
   }
   if (t == OpType::Get) {
     for (int i = 0; i < op.nSrc; ++i) {
-      Exec::range(src[i], win, so, sl);
-      Exec::range(dst[i], win, dof, dl);
+      x.range(src[i], win, so, sl);
+      x.range(dst[i], win, dof, dl);
       char *d = x.base(dst[i]) + dof;
       blockCopy(&d, 1, x.base(src[i]) + so, sl);
     }
@@ -186,8 +190,8 @@ __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
   }
   // put family over memory: pairs (src[i], dst[i]), length of dst[i].
   for (int i = 0; i < op.nDst; ++i) {
-    Exec::range(src[i], win, so, sl);
-    Exec::range(dst[i], win, dof, dl);
+    x.range(src[i], win, so, sl);
+    x.range(dst[i], win, dof, dl);
     char *d = x.base(dst[i]) + dof;
     blockCopy(&d, 1, x.base(src[i]) + so, dl);
   }
@@ -205,18 +209,17 @@ __device__ void portPutOp(Exec &x, const DevOp &op, const Window &win) {
   const OpType t = (OpType)op.type;
   uint64_t so, sl, dof, dl;
   const bool srcScratch = src[i].bufferType == (uint8_t)BufferType::Scratch;
-  const bool dstScratch = dst[i].bufferType == (uint8_t)BufferType::Scratch;
   uint32_t kind = kProxyData;
   if (t == OpType::PutPackets) { // raw copy of an already packetised source region
     const uint64_t pkt = 2; // packets are twice their payload (LL16 and LL8)
     so = pkt * src[i].offset + (srcScratch ? x.so : 0);
-    dof = pkt * dst[i].offset + (dstScratch ? x.so : 0);
+    dof = pkt * dst[i].offset + x.remoteSo(dst[i]);
     dl = pkt * src[i].length;
   } else {
-    Exec::range(src[i], win, so, sl);
-    Exec::range(dst[i], win, dof, dl);
+    x.range(src[i], win, so, sl);
+    x.range(dst[i], win, dof, dl);
     so += srcScratch ? x.so : 0;
-    dof += dstScratch ? x.so : 0;
+    dof += x.remoteSo(dst[i]);
     if (t != OpType::Put) kind |= kProxyFlag;
     if (t == OpType::PutWithSignalAndFlush) kind |= kProxySync;
   }
@@ -247,11 +250,11 @@ __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
   char *d[kMaxPtrs];
   int ns = 0, nd = 0;
   uint64_t off, len, o2, l2;
-  Exec::range(src[0], win, off, len);
+  x.range(src[0], win, off, len);
   const OpType t = (OpType)op.type;
   if (t == OpType::MultiLoadReduceStore || t == OpType::MultiLoadReduce) {
     for (int m = 0; m < x.members(src[0]); ++m) s[ns++] = x.memberBase(src[0], m) + off;
-    Exec::range(dst[0], win, o2, l2);
+    x.range(dst[0], win, o2, l2);
     if (dst[0].base == (uint8_t)DevBase::Switch)
       for (int m = 0; m < x.members(dst[0]); ++m) d[nd++] = x.memberBase(dst[0], m) + o2;
     else
@@ -259,11 +262,11 @@ __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
   } else {
     s[ns++] = x.base(src[0]) + off;
     for (int j = 1; j < op.nSrc; ++j) {
-      Exec::range(src[j], win, o2, l2);
+      x.range(src[j], win, o2, l2);
       s[ns++] = x.base(src[j]) + o2;
     }
     for (int k = 0; k < op.nDst; ++k) {
-      Exec::range(dst[k], win, o2, l2);
+      x.range(dst[k], win, o2, l2);
       d[nd++] = x.base(dst[k]) + o2;
     }
   }
@@ -314,7 +317,9 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
     io.plainSrc = plainAt(src[0]);
     for (int j = 1; j < op.nSrc; ++j) io.pktSrc[io.nPktSrc++] = pkt(src[j]);
     io.plainDst = plainAt(dst[0]);
-    for (int k = 1; k < op.nDst; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
+    uint32_t first = 0, end = 0; // repkt: none; extra dst entries are ignored
+    packetReduceDsts(op.type, op.nDst, first, end);
+    for (uint32_t k = first; k < end; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
     if (io.nPktSrc == 0) break;
     dispatchReduce(x.dataType, op.reduceOp, PacketReduceCall<LL16>{x.w, io, x.flag});
     return;
@@ -331,7 +336,7 @@ template <bool LL16> __device__ void portReadPutPacketsT(Exec &x, const DevOp &o
   const unsigned j = threadIdx.x;
   if (j >= op.nDst || j >= op.nIds) return;
   const uint64_t so = 2 * src[0].offset + (src[0].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
-  const uint64_t dof = 2 * dst[j].offset + (dst[j].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
+  const uint64_t dof = 2 * dst[j].offset + x.remoteSo(dst[j]);
   fifoPush(x, proxyMeta(kProxyData, src[0].bufferType, op.ids[j], dst[j].id), so, dof, 2 * src[0].length);
 }
 
@@ -371,7 +376,9 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
   Exec x;
   x.R = R;
   x.entries = R->entries;
-  x.so = (L.flag % 2 == 0) ? R->scratchHalf : 0;
+  x.even = L.flag % 2 == 0;
+  x.so = x.even ? R->scratchHalf : 0;
+  x.slot = R->reuseSlotBytes;
   x.input = R->input;
   x.output = R->output;
   x.scratch = R->scratch ? R->scratch + x.so : nullptr;
@@ -412,8 +419,17 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
 
 namespace msccl::cuda::detail {
 
-cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream) {
+cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream,
+                             bool cooperative) {
   if (numBlocks == 0) return cudaSuccess;
+  if (cooperative) {
+    // Fails (cudaErrorCooperativeLaunchTooLarge) instead of hanging when the blocks cannot all
+    // be resident at once.
+    DevLaunch arg = launch;
+    void *args[] = {&arg};
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void *>(&dev::planKernel), dim3(numBlocks), dim3(threadsPerBlock),
+                                       args, 0, stream);
+  }
   dev::planKernel<<<numBlocks, threadsPerBlock, 0, stream>>>(launch);
   return cudaGetLastError();
 }

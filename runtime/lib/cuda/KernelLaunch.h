@@ -15,7 +15,11 @@
 namespace msccl::cuda::detail {
 
 /// Launches the interpreter. Returns the launch error (cudaSuccess when queued).
-cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream);
+/// `cooperative`: cudaLaunchCooperativeKernel, which refuses (cudaErrorCooperativeLaunchTooLarge)
+/// a grid whose blocks cannot all be resident at once instead of letting it hang; use it when
+/// the device supports it (cudaDevAttrCooperativeLaunch).
+cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream,
+                             bool cooperative);
 
 /// Blocks of `threadsPerBlock` threads the interpreter can keep resident per multiprocessor
 /// on the current device.

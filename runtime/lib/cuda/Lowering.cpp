@@ -36,6 +36,8 @@ public:
     out_.outputBytes = lg_.layout.outputBytes;
     out_.scratchBytes = lg_.scratchBytes;
     out_.scratchHalf = lg_.scratchHalfOffset;
+    if (out_.scratchHalf % 16) fail("scratch half offset " + std::to_string(out_.scratchHalf) + " is not a multiple of 16 bytes");
+    out_.reuseSlotBytes = lg_.layout.reuseSlotBytes;
     out_.usesPackets = lg_.usesPackets;
     if (plan_.numThreadsPerBlock == 0 || plan_.numThreadsPerBlock > kMaxThreadsPerBlock)
       fail("num_threads_per_block " + std::to_string(plan_.numThreadsPerBlock) + " must be in 1..1024");
@@ -51,8 +53,17 @@ public:
     for (const rt::ResolvedSwitch &sw : rg_.switchChannels) {
       if (sw.ranks.size() > kMaxSwitchMembers)
         fail("switch channel group of " + std::to_string(sw.ranks.size()) + " ranks exceeds " + std::to_string(kMaxSwitchMembers));
-      for (uint32_t r : sw.ranks)
+      std::vector<uint64_t> halves;
+      for (uint32_t r : sw.ranks) {
         if (r >= plan_.gpus.size()) fail("switch channel group names rank " + std::to_string(r) + " outside the plan");
+        halves.push_back(ownerHalf(r, sw.bufferType));
+      }
+      out_.switchScratchHalf.push_back(std::move(halves));
+    }
+    // A peer's scratch is addressed with the peer's own half (its scratch size may differ).
+    for (const RemoteBuffer &rb : gpu_.remoteBuffers) {
+      if (rb.rank >= plan_.gpus.size()) fail("remote buffer names rank " + std::to_string(rb.rank) + " outside the plan");
+      out_.remoteScratchHalf.push_back(ownerHalf(rb.rank, rb.type));
     }
     placeThreadblocks();
     return std::move(out_);
@@ -88,6 +99,11 @@ private:
       d.nOps = out_.ops.size() - d.opBegin;
       if (d.nOps > kMaxOpsPerThreadblock) fail("threadblock " + std::to_string(b) + " has more than 65535 ops");
     }
+  }
+
+  /// SO of even-flag launches of rank r's buffer `t` (0 unless scratch with double buffering).
+  uint64_t ownerHalf(uint32_t r, BufferType t) const {
+    return t == BufferType::Scratch ? lowered_.gpus[r].scratchHalfOffset : 0;
   }
 
   /// Accessible bytes of buffer `t` of rank `r` (one scratch half with double buffering).
@@ -128,11 +144,25 @@ private:
     return m;
   }
 
-  void checkBounds(const DevEntry &e, bool packets, const char *side, size_t k) {
+  /// End of the bytes a plain entry touches: offset + length, or, for a scratch entry of an op
+  /// inside a pipeline with reuse_resources, the furthest end of its wrapped windows.
+  uint64_t plainEnd(const DevEntry &e, bool windowed) const {
+    if (!windowed || e.bufferType != (uint8_t)BufferType::Scratch || out_.reuseSlotBytes == 0) return e.offset + e.length;
+    uint64_t end = e.offset;
+    for (uint64_t it = 0; it < pipeIterations_; ++it) {
+      uint64_t off = 0, len = 0;
+      pipelineWindowBytes(e.offset, e.length, true, it * pipeUnit_, pipeUnit_, out_.reuseSlotBytes, off, len);
+      if (len == 0) break;
+      end = std::max(end, off + len);
+    }
+    return end;
+  }
+
+  void checkBounds(const DevEntry &e, bool packets, bool windowed, const char *side, size_t k) {
     if (packets && (e.offset % 8 || e.length % 8))
       fail(std::string(side) + "[" + std::to_string(k) + "]: packet payload offset " + std::to_string(e.offset) + " and length " +
            std::to_string(e.length) + " must be multiples of 8 bytes");
-    uint64_t end = packets ? 2 * (e.offset + e.length) : e.offset + e.length;
+    uint64_t end = packets ? 2 * (e.offset + e.length) : plainEnd(e, windowed);
     uint64_t size = targetSize(e);
     if (e.length && end > size) {
       static const char *names[] = {"input", "output", "scratch"};
@@ -186,6 +216,8 @@ private:
       if (op.pipelineOps > 65535) fail("pipeline has more than 65535 ops");
       d.nIterations = op.pipelineIterations;
       d.unitSize = op.unitSize;
+      pipeIterations_ = op.pipelineIterations;
+      pipeUnit_ = op.unitSize;
       d.nInner = op.pipelineOps;
       break;
     case OpShape::Data:
@@ -203,8 +235,9 @@ private:
       for (const rt::LoweredEntry &e : op.dst) dst.push_back(lowerEntry(e));
       std::string why = checkOpShape(op.type, ct, src, dst, d.nIds);
       if (!why.empty()) fail(why);
-      for (size_t k = 0; k < src.size(); ++k) checkBounds(src[k], entryIsPacket(op.type, ct, true, k), "src_buff", k);
-      for (size_t k = 0; k < dst.size(); ++k) checkBounds(dst[k], entryIsPacket(op.type, ct, false, k), "dst_buff", k);
+      const bool windowed = op.inPipeline && rt::honoursPipeline(op.type);
+      for (size_t k = 0; k < src.size(); ++k) checkBounds(src[k], entryIsPacket(op.type, ct, true, k), windowed, "src_buff", k);
+      for (size_t k = 0; k < dst.size(); ++k) checkBounds(dst[k], entryIsPacket(op.type, ct, false, k), windowed, "dst_buff", k);
       out_.entries.insert(out_.entries.end(), src.begin(), src.end());
       out_.entries.insert(out_.entries.end(), dst.begin(), dst.end());
       break;
@@ -221,6 +254,7 @@ private:
   ReduceOp defaultReduce_;
   LoweredRank out_;
   std::string path_;
+  uint64_t pipeIterations_ = 0, pipeUnit_ = 0; ///< the pipeline whose inner ops are being lowered
 };
 
 } // namespace

@@ -29,9 +29,13 @@ bool entryIsPacket(OpType t, ChannelType ct, bool isSrc, size_t k) {
   case OpType::UnpackPackets: return isSrc;
   case OpType::PutPackets: return isSrc ? ct == ChannelType::Port : true;
   case OpType::ReadPutPackets: case OpType::MultiStorePackets: return true;
-  case OpType::ReducePackets: return isSrc && k >= 1;
-  case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets: return k >= 1;
-  case OpType::ReduceCopyPackets: return isSrc ? k >= 1 : k == 1;
+  case OpType::ReducePackets: case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets:
+  case OpType::ReduceCopyPackets: {
+    if (isSrc) return k >= 1;
+    uint32_t first = 0, end = 0;
+    packetReduceDsts((uint8_t)t, kMaxEntriesPerSide, first, end);
+    return k >= first && k < end;
+  }
   default: return false;
   }
 }

@@ -44,18 +44,21 @@ bool PortProxy::serve(ProxyRank &r) {
   const uint32_t meta = s->meta;
   const uint32_t kind = proxyMetaKind(meta), ch = proxyMetaChannel(meta), rb = proxyMetaRemoteBuffer(meta),
                  lb = proxyMetaLocalBuffer(meta);
-  cudaSetDevice(r.device);
   if ((kind & kProxyData) && size) {
     if (rb >= r.remoteBases.size() || lb > 2 || !r.local[lb] || !r.remoteBases[rb])
       fail("port request names a buffer that does not exist (remote buffer " + std::to_string(rb) + ")");
     else {
+      cudaSetDevice(r.device);
       cudaError_t e = cudaMemcpyAsync(r.remoteBases[rb] + dstOff, r.local[lb] + srcOff, size, cudaMemcpyDefault, r.stream);
       if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+      r.copiesInFlight = true;
     }
   }
-  if (kind & (kProxyFlag | kProxySync)) {
+  if ((kind & (kProxyFlag | kProxySync)) && r.copiesInFlight) {
+    cudaSetDevice(r.device);
     cudaError_t e = cudaStreamSynchronize(r.stream);
     if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+    r.copiesInFlight = false;
   }
   if (kind & kProxyFlag) {
     if (ch >= r.flagTargets.size()) fail("port signal on channel " + std::to_string(ch) + " that does not exist");
@@ -64,6 +67,35 @@ bool PortProxy::serve(ProxyRank &r) {
   ++r.tail;
   __atomic_store_n(r.completed, r.tail, __ATOMIC_RELEASE);
   return true;
+}
+
+bool PortProxy::waitIdle(const std::vector<uint64_t> &pushed, double timeoutSeconds) const {
+  if (!ranks_) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  for (size_t r = 0; r < pushed.size() && r < ranks_->size(); ++r) {
+    const ProxyRank &p = (*ranks_)[r];
+    if (!p.completed) continue;
+    unsigned idle = 0;
+    while (__atomic_load_n(p.completed, __ATOMIC_ACQUIRE) < pushed[r]) {
+      if (timeoutSeconds > 0 && std::chrono::steady_clock::now() > deadline) return false;
+      if (++idle < 256) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  return true;
+}
+
+std::string PortProxy::syncCopies() {
+  std::string err;
+  if (!ranks_) return err;
+  for (ProxyRank &r : *ranks_) {
+    if (!r.copiesInFlight) continue;
+    cudaSetDevice(r.device);
+    cudaError_t e = cudaStreamSynchronize(r.stream);
+    if (e != cudaSuccess && err.empty()) err = std::string("port copy: ") + cudaGetErrorString(e);
+    r.copiesInFlight = false;
+  }
+  return err;
 }
 
 void PortProxy::loop() {

@@ -10,6 +10,13 @@
 // then publishes `completed` = requests done (the kernel uses it for FIFO space and flush).
 // Guarantees: a flag is never visible before the data of earlier requests of the same rank;
 // a malformed request (ids out of range) is completed without effect and reported by error().
+// Flag and sync requests of a rank with no copy in flight make no CUDA call (so host tests
+// can drive the proxy through FIFOs in ordinary memory).
+// Quiescence: the tables of the ranks (buffers, flag targets) belong to the proxy thread
+// between start() and stop(); the owner changes them only while it is stopped (stop() joins
+// the thread, which orders its last reads before the owner's writes, and start() orders the
+// owner's writes before the new thread's reads). waitIdle() tells when the requests pushed so
+// far are done, so nothing is lost by stopping.
 //
 // Mirrors: mscclpp src/core/port_channel.cc (ProxyService::handleTrigger) and
 // src/core/connection.cc (CudaIpcConnection write/updateAndSync/flush).
@@ -40,6 +47,7 @@ struct ProxyRank {
   std::vector<char *> remoteBases;              ///< by gpu-level remote buffer id
   std::vector<uint64_t *> flagTargets;          ///< by gpu-level port channel: peer's inbound counter (host)
   uint64_t tail = 0;                            ///< requests consumed
+  bool copiesInFlight = false;                  ///< a copy was enqueued since the last stream sync
 };
 
 class PortProxy {
@@ -49,9 +57,17 @@ public:
   PortProxy(const PortProxy &) = delete;
   PortProxy &operator=(const PortProxy &) = delete;
 
-  /// Starts serving `ranks` (owned by the caller; not resized while running).
+  /// Starts serving `ranks` (owned by the caller, who must not touch them until stop()).
+  /// Restarting keeps each rank's `tail`. Clears error().
   void start(std::vector<ProxyRank> *ranks);
+  /// Stops serving and joins the thread (requests not yet served stay in the FIFOs).
   void stop();
+  /// Waits until rank r has completed `pushed[r]` requests (its `completed` counter), for every
+  /// r; false when `timeoutSeconds` (> 0; <= 0 waits forever) passes first.
+  bool waitIdle(const std::vector<uint64_t> &pushed, double timeoutSeconds) const;
+  /// After waitIdle: waits for the copies still in flight on the ranks' proxy streams.
+  /// Returns "" or the CUDA error.
+  std::string syncCopies();
   bool running() const { return thread_.joinable(); }
   /// First problem seen since start ("" when none).
   std::string error();

@@ -12,7 +12,9 @@
 //   * tb-local channel ids, remote buffer ids and switch channel ids -> gpu-level ids (§5);
 //   * pipelines flattened: a Pipeline op is followed by its `nInner` inner ops (§8.6).
 // What stays for run time: buffer base pointers (DevRankContext), the scratch half `SO` and the
-// packet flag `F` of the launch (§7.3, §7.4).
+// packet flag `F` of the launch (§7.3, §7.4). The half of a peer's or switch member's scratch is
+// that owner's own SO (lowering gives it per remote buffer and per member: ranks may have
+// different scratch sizes).
 //
 // Op codes are msccl::plan::OpType values (PlanEnums.def order = the reference's device order).
 // Mirrors: mscclpp src/core/include/execution_common.hpp (DeviceExecutionPlan, Operation).
@@ -44,8 +46,8 @@ enum class DevBase : uint8_t {
   Input = 0,   ///< this rank's input (send) buffer
   Output = 1,  ///< this rank's output (receive) buffer
   Scratch = 2, ///< this rank's scratch + SO
-  Remote = 3,  ///< gpu-level remote buffer `id` (a peer's buffer; + SO if it is scratch)
-  Switch = 4,  ///< gpu-level switch channel `id` (every group member's buffer)
+  Remote = 3,  ///< gpu-level remote buffer `id` (a peer's buffer; + the owner's SO if scratch)
+  Switch = 4,  ///< gpu-level switch channel `id` (every member's buffer; + its SO if scratch)
 };
 
 /// One resolved src/dst entry. Offsets are payload bytes: packet handlers address the packet
@@ -94,24 +96,27 @@ enum class PacketType : uint8_t { LL16 = 0, LL8 = 1 };
 // --- Run-time structs (pointers; built by the executor, never by lowering) ------------------
 
 /// A memory channel end: signal adds to the peer's inbound counter of the paired channel, wait
-/// spins on our own inbound counter until it reaches ++expected.
+/// claims the next expected value with an atomic fetch-add on `expected` (several threadblocks
+/// may wait on one gpu-level channel, as in the reference plans; MSCCL++ incExpectedInbound)
+/// and spins on our own inbound counter until it reaches that value.
 struct DevMemoryChannel {
   uint64_t *outbound = nullptr; ///< the paired peer channel's inbound counter (device memory)
   uint64_t *inbound = nullptr;  ///< ours
-  uint64_t *expected = nullptr; ///< ours (only the waiting thread touches it)
+  uint64_t *expected = nullptr; ///< ours (atomic: every waiting thread of every block adds 1)
 };
 
 /// A port channel end: requests go to the rank's FIFO; the proxy increments the peer's inbound
 /// counter (host-mapped memory) after the data it covers has landed.
 struct DevPortChannel {
   uint64_t *inbound = nullptr;  ///< host-mapped, written by the proxy
-  uint64_t *expected = nullptr; ///< device memory
+  uint64_t *expected = nullptr; ///< device memory (atomic, as DevMemoryChannel::expected)
 };
 
 /// A switch channel: the buffer (of `bufferType`) of every member of the group. Without
 /// multicast the kernel emulates multimem loads/stores with peer loads/stores over `bases`.
 struct DevSwitchChannel {
   char *bases[kMaxSwitchMembers] = {};
+  uint64_t scratchHalf[kMaxSwitchMembers] = {}; ///< member's SO on even-flag launches (scratch)
   uint32_t nMembers = 0;
   uint32_t bufferType = 0; ///< msccl::plan::BufferType
 };
@@ -166,7 +171,10 @@ struct DevRankContext {
   char *output = nullptr;
   char *scratch = nullptr;
   uint64_t scratchHalf = 0;          ///< SO on even-flag launches (use_double_scratch_buffer)
+  uint64_t reuseSlotBytes = 0;       ///< reuse_resources slot SC: scratch windows wrap (0 = off)
   char *const *remoteBases = nullptr;///< by gpu-level remote buffer id (peer's buffer base)
+  const uint64_t *remoteScratchHalf = nullptr; ///< by remote buffer id: the owner's SO on even
+                                               ///< launches (0 unless a scratch buffer)
   const uint8_t *remoteTypes = nullptr; ///< BufferType of each remote buffer
   const DevMemoryChannel *memoryChannels = nullptr;
   const DevPortChannel *portChannels = nullptr;
@@ -189,5 +197,21 @@ struct DevLaunch {
   uint8_t dataType = 0;     ///< msccl::plan::DataType
   uint16_t reserved = 0;
 };
+
+/// The bytes [off, off+len) an entry at [offset, offset+length) touches in the pipeline window
+/// that starts `delta` bytes into it, `unit` bytes wide (plan-format.md §8.6; clamped per entry,
+/// §11.14). With reuse_resources (`reuseSlot` = SC != 0) the window of a scratch entry wraps
+/// inside the slot: off = offset + delta mod SC (§3.6, as the CPU executor). len = 0 when the
+/// window starts past the entry. Used by the kernel and by lowering's bounds checks.
+MSCCL_HD inline void pipelineWindowBytes(uint64_t offset, uint64_t length, bool scratch, uint64_t delta, uint64_t unit,
+                                         uint64_t reuseSlot, uint64_t &off, uint64_t &len) {
+  if (delta >= length) {
+    off = offset;
+    len = 0;
+    return;
+  }
+  len = length - delta < unit ? length - delta : unit;
+  off = offset + (scratch && reuseSlot ? delta % reuseSlot : delta);
+}
 
 } // namespace msccl::cuda

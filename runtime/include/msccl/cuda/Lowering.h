@@ -44,7 +44,15 @@ struct LoweredRank {
   uint64_t inputBytes = 0;   ///< S_in
   uint64_t outputBytes = 0;  ///< S_out
   uint64_t scratchBytes = 0; ///< whole allocation (x2 for packets, x2 double buffer)
-  uint64_t scratchHalf = 0;  ///< SO of even-flag launches (0 without double buffering)
+  uint64_t scratchHalf = 0;  ///< SO of even-flag launches (0 without double buffering); a
+                             ///< multiple of 16 (LL16 stores are 16-byte vectors)
+  uint64_t reuseSlotBytes = 0; ///< reuse_resources slot SC (0 = off): pipeline windows of
+                               ///< scratch entries wrap modulo SC (pipelineWindowBytes)
+  /// By gpu-level remote buffer id: the owner's scratchHalf when the buffer is scratch, else 0.
+  std::vector<uint64_t> remoteScratchHalf;
+  /// By gpu-level switch channel, by member (plan order): the member's scratchHalf when the
+  /// channel's buffer is scratch, else 0.
+  std::vector<std::vector<uint64_t>> switchScratchHalf;
   uint32_t numThreadsPerBlock = 0;
   std::vector<DevThreadblock> threadblocks; ///< position = threadblock id; rankSlot = 0
   std::vector<DevOp> ops;                   ///< all threadblocks' ops, flattened

@@ -115,7 +115,8 @@ struct LoweredGpu {
   std::vector<LoweredTb> threadblocks;
   uint64_t scratchBytes = 0;  ///< Whole scratch allocation (both halves with double buffering).
   /// SO of launches with an even flag F (§7.4): scratchBytes/2 with use_double_scratch_buffer,
-  /// else 0. Launches with an odd F use SO = 0.
+  /// else 0; always a multiple of 16 (scratchBytes is grown when the halves would not be).
+  /// Launches with an odd F use SO = 0.
   uint64_t scratchHalfOffset = 0;
   bool usesPackets = false;   ///< Any op of the rank reads or writes packets.
 };
