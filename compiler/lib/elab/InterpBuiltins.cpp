@@ -6,12 +6,38 @@
 // parameter and the callee.
 //
 //===------------------------------------------------------------------------------------===//
+#include "BuiltinIndex.h"
 #include "Interp.h"
 
 namespace msccl::elab {
 
 using namespace msccl::ast;
 using diag::DiagId;
+
+// Arguments arrive in Builtins.def's parameter order; every position below is looked up by name
+// at compile time (BuiltinIndex.h): `PARAMS(Class, method)` opens a case, `ARG(name)` is the
+// position of parameter `name` of that method (a build error if Builtins.def has no such name).
+#define PARAMS(Class, Method)                                                                       \
+  [[maybe_unused]] constexpr auto paramPos = [](std::string_view n) {                               \
+    return builtin_index::paramIndex(#Class, #Method, n);                                            \
+  }
+#define CTOR_PARAMS(Class) PARAMS(Class, )
+#define ARG(Name) builtin_index::checked<paramPos(#Name)>()
+
+// The .def's enum values are the IR's.
+static_assert(builtin_index::builtinEnumValue("SyncType", "none") == int64_t(ir::SyncType::None));
+static_assert(builtin_index::builtinEnumValue("SyncType", "before") == int64_t(ir::SyncType::Before));
+static_assert(builtin_index::builtinEnumValue("SyncType", "after") == int64_t(ir::SyncType::After));
+static_assert(builtin_index::builtinEnumValue("SyncType", "both") == int64_t(ir::SyncType::Both));
+static_assert(builtin_index::builtinEnumValue("ReduceOperationType", "sum") == int64_t(ir::ReduceOperationType::Sum));
+static_assert(builtin_index::builtinEnumValue("ReduceOperationType", "min") == int64_t(ir::ReduceOperationType::Min));
+static_assert(builtin_index::builtinEnumValue("ReduceOperationType", "max") == int64_t(ir::ReduceOperationType::Max));
+static_assert(builtin_index::builtinEnumValue("BufferType", "input") == int64_t(ir::BufferType::Input));
+static_assert(builtin_index::builtinEnumValue("BufferType", "output") == int64_t(ir::BufferType::Output));
+static_assert(builtin_index::builtinEnumValue("BufferType", "scratch") == int64_t(ir::BufferType::Scratch));
+static_assert(builtin_index::builtinEnumValue("ReplicationPolicy", "interleaved") ==
+              int64_t(ir::ReplicationPolicy::Interleaved));
+static_assert(builtin_index::builtinEnumValue("ReplicationPolicy", "none") == int64_t(ir::ReplicationPolicy::None));
 
 // ---- argument conversion ----------------------------------------------------------------------
 
@@ -234,26 +260,60 @@ Value Interp::construct(const CallExpr *c) {
   collectArgs(c->args, c->binding, ci.ctorParams, a, locs, c->loc);
   ArgCtx ac{&ci.name, nullptr, &ci.ctorParams, c->loc};
   auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
+  auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
   try {
     switch (cls) {
-    case ClassId::AllReduce: return makeDsl(cls, ir::Collective::allReduce(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
-    case ClassId::AllGather: return makeDsl(cls, ir::Collective::allGather(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
-    case ClassId::ReduceScatter: return makeDsl(cls, ir::Collective::reduceScatter(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
-    case ClassId::AllToAll: return makeDsl(cls, ir::Collective::allToAll(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
-    case ClassId::SendRecv: return makeDsl(cls, ir::Collective::sendRecv(I(0), I(1), toBool(a[2], ac, 2, locs[2])));
-    case ClassId::TestCollective: return makeDsl(cls, ir::Collective::testCollective(I(0), I(1), I(2)));
-    case ClassId::Rank: return makeDsl(cls, program(c->loc).rank(I(0)));
-    case ClassId::Buffer: return makeDsl(cls, program(c->loc).scratchBuffer(I(0), I(1)));
-    case ClassId::MemoryChannel: return makeDsl(cls, program(c->loc).memoryChannel(I(0), I(1)));
-    case ClassId::PortChannel: return makeDsl(cls, program(c->loc).portChannel(I(0), I(1)));
+#define MSCCL_COLLECTIVE_CTOR(Class, make)                                                          \
+  case ClassId::Class: {                                                                           \
+    CTOR_PARAMS(Class);                                                                            \
+    return makeDsl(cls, ir::Collective::make(I(ARG(num_ranks)), I(ARG(chunk_factor)), B(ARG(inplace)))); \
+  }
+      MSCCL_COLLECTIVE_CTOR(AllReduce, allReduce)
+      MSCCL_COLLECTIVE_CTOR(AllGather, allGather)
+      MSCCL_COLLECTIVE_CTOR(ReduceScatter, reduceScatter)
+      MSCCL_COLLECTIVE_CTOR(AllToAll, allToAll)
+      MSCCL_COLLECTIVE_CTOR(SendRecv, sendRecv)
+#undef MSCCL_COLLECTIVE_CTOR
+    case ClassId::TestCollective: {
+      CTOR_PARAMS(TestCollective);
+      return makeDsl(cls, ir::Collective::testCollective(I(ARG(num_ranks)), I(ARG(input_size)), I(ARG(output_size))));
+    }
+    case ClassId::Rank: {
+      CTOR_PARAMS(Rank);
+      return makeDsl(cls, program(c->loc).rank(I(ARG(rank))));
+    }
+    case ClassId::Buffer: {
+      CTOR_PARAMS(Buffer);
+      return makeDsl(cls, program(c->loc).scratchBuffer(I(ARG(rank)), I(ARG(size))));
+    }
+    case ClassId::MemoryChannel: {
+      CTOR_PARAMS(MemoryChannel);
+      return makeDsl(cls, program(c->loc).memoryChannel(I(ARG(dst_rank)), I(ARG(src_rank))));
+    }
+    case ClassId::PortChannel: {
+      CTOR_PARAMS(PortChannel);
+      return makeDsl(cls, program(c->loc).portChannel(I(ARG(dst_rank)), I(ARG(src_rank))));
+    }
     case ClassId::SwitchChannel: {
-      auto ranks = toIntList(a[0], ac, 0, locs[0]);
-      auto bt = static_cast<ir::BufferType>(toEnum(a[1], EnumId::BufferType, ac, 1, locs[1]));
+      CTOR_PARAMS(SwitchChannel);
+      constexpr size_t r = ARG(rank_list), t = ARG(buffer_type);
+      auto ranks = toIntList(a[r], ac, r, locs[r]);
+      auto bt = static_cast<ir::BufferType>(toEnum(a[t], EnumId::BufferType, ac, t, locs[t]));
       return makeDsl(cls, program(c->loc).switchChannel(ranks, bt));
     }
-    case ClassId::Semaphore: return makeDsl(cls, program(c->loc).semaphore(I(0), I(1)));
-    case ClassId::ThreadBlockGroup: return makeDsl(cls, ir::ThreadBlockGroup(toIntList(a[0], ac, 0, locs[0])));
-    case ClassId::LoopIterationContext: return makeDsl(cls, LoopContext{I(0), I(1)});
+    case ClassId::Semaphore: {
+      CTOR_PARAMS(Semaphore);
+      return makeDsl(cls, program(c->loc).semaphore(I(ARG(rank)), I(ARG(initial_value))));
+    }
+    case ClassId::ThreadBlockGroup: {
+      CTOR_PARAMS(ThreadBlockGroup);
+      constexpr size_t l = ARG(tb_list);
+      return makeDsl(cls, ir::ThreadBlockGroup(toIntList(a[l], ac, l, locs[l])));
+    }
+    case ClassId::LoopIterationContext: {
+      CTOR_PARAMS(LoopIterationContext);
+      return makeDsl(cls, LoopContext{I(ARG(unit)), I(ARG(num_chunks))});
+    }
     default: break;
     }
   } catch (const ir::DslError &e) {
@@ -340,9 +400,13 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
   auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
   static const decltype(DslObj::handle) kNoHandle{LoopContext{0, 0}};
   const auto &h = self.kind() == ValueKind::Object ? self.as<DslObj>().handle : kNoHandle;
+  auto CL = [&](size_t i) { return toChunkList(a[i], ac, i, locs[i]); };
+  auto IL = [&](size_t i) { return toIntList(a[i], ac, i, locs[i]); };
+  // One case per Builtins.def method, opened with PARAMS(Class, method) for its parameter names.
   try {
     switch (id) {
-    case MethodId::list_append: self.as<ListObj>().items.push_back(a[0]); return Value();
+    case MethodId::list_append: {
+      PARAMS(list, append); self.as<ListObj>().items.push_back(a[ARG(x)]); return Value(); }
     case MethodId::map_keys:
     case MethodId::map_values:
     case MethodId::map_items: {
@@ -352,55 +416,137 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
       return makeList(std::move(out));
     }
     case MethodId::map_get: {
-      Value *v = self.as<MapObj>().find(a[0]);
-      return v ? *v : a[1];
+      PARAMS(map, get);
+      Value *v = self.as<MapObj>().find(a[ARG(key)]);
+      return v ? *v : a[ARG(default)];
     }
-    case MethodId::Rank_get_input_buffer: return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getInputBuffer());
-    case MethodId::Rank_get_output_buffer: return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getOutputBuffer());
-    case MethodId::Rank_copy: std::get<ir::Rank>(h).copy(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::Rank_copy_packets: std::get<ir::Rank>(h).copyPackets(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::Rank_unpack_packets: std::get<ir::Rank>(h).unpackPackets(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::Rank_reduce:
-      std::get<ir::Rank>(h).reduce(C(0), toChunkList(a[1], ac, 1, locs[1]), OI(2), G(3), OC(4), R(5), B(6));
+    case MethodId::Rank_get_input_buffer: {
+      PARAMS(Rank, get_input_buffer);
+      return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getInputBuffer());
+    }
+    case MethodId::Rank_get_output_buffer: {
+      PARAMS(Rank, get_output_buffer);
+      return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getOutputBuffer());
+    }
+    case MethodId::Rank_copy: {
+      PARAMS(Rank, copy);
+      std::get<ir::Rank>(h).copy(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
       return Value();
-    case MethodId::Rank_barrier: std::get<ir::Rank>(h).barrier(toIntList(a[0], ac, 0, locs[0])); return Value();
-    case MethodId::MemoryChannel_signal: std::get<ir::MemoryChannel>(h).signal(I(0), S(1), B(2)); return Value();
-    case MethodId::MemoryChannel_wait: std::get<ir::MemoryChannel>(h).wait(I(0), S(1), B(2)); return Value();
-    case MethodId::MemoryChannel_get: std::get<ir::MemoryChannel>(h).get(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::MemoryChannel_put: std::get<ir::MemoryChannel>(h).put(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::MemoryChannel_put_packets: std::get<ir::MemoryChannel>(h).putPackets(C(0), C(1), OI(2), G(3)); return Value();
-    case MethodId::MemoryChannel_read_put_packets:
-      std::get<ir::MemoryChannel>(h).readPutPackets(C(0), C(1), OI(2), G(3));
+    }
+    case MethodId::Rank_copy_packets: {
+      PARAMS(Rank, copy_packets);
+      std::get<ir::Rank>(h).copyPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
       return Value();
-    case MethodId::MemoryChannel_reduce:
-      std::get<ir::MemoryChannel>(h).reduce(C(0), toChunkList(a[1], ac, 1, locs[1]), OI(2), G(3), OC(4), R(5));
+    }
+    case MethodId::Rank_unpack_packets: {
+      PARAMS(Rank, unpack_packets);
+      std::get<ir::Rank>(h).unpackPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
       return Value();
-    case MethodId::PortChannel_signal: std::get<ir::PortChannel>(h).signal(I(0), S(1)); return Value();
-    case MethodId::PortChannel_wait: std::get<ir::PortChannel>(h).wait(I(0), S(1)); return Value();
-    case MethodId::PortChannel_flush: std::get<ir::PortChannel>(h).flush(I(0), S(1)); return Value();
-    case MethodId::PortChannel_put: std::get<ir::PortChannel>(h).put(C(0), C(1), I(2)); return Value();
-    case MethodId::PortChannel_put_with_signal: std::get<ir::PortChannel>(h).putWithSignal(C(0), C(1), I(2)); return Value();
-    case MethodId::PortChannel_put_with_signal_and_flush:
-      std::get<ir::PortChannel>(h).putWithSignalAndFlush(C(0), C(1), I(2));
+    }
+    case MethodId::Rank_reduce: {
+      PARAMS(Rank, reduce);
+      std::get<ir::Rank>(h).reduce(C(ARG(src_chunk)), CL(ARG(other_chunks)), OI(ARG(tb)), G(ARG(tb_group)),
+                                   OC(ARG(dst_chunk)), R(ARG(reduce_op)), B(ARG(packet)));
       return Value();
-    case MethodId::PortChannel_put_packets: std::get<ir::PortChannel>(h).putPackets(C(0), C(1), I(2)); return Value();
-    case MethodId::PortChannel_read_put_packets:
-      std::get<ir::PortChannel>(h).readPutPackets(C(0), C(1), OI(2), G(3));
+    }
+    case MethodId::Rank_barrier: {
+      PARAMS(Rank, barrier); std::get<ir::Rank>(h).barrier(IL(ARG(tb_list))); return Value(); }
+    case MethodId::MemoryChannel_signal: {
+      PARAMS(MemoryChannel, signal);
+      std::get<ir::MemoryChannel>(h).signal(I(ARG(tb)), S(ARG(data_sync)), B(ARG(relaxed)));
       return Value();
-    case MethodId::SwitchChannel_at_rank:
-      return makeDsl(ClassId::SwitchChannelRankView, std::get<ir::SwitchChannel>(h).atRank(I(0)));
-    case MethodId::SwitchChannelRankView_reduce:
-      std::get<ir::SwitchChannelRankView>(h).reduce(I(0), I(1), C(2), I(3), R(4));
+    }
+    case MethodId::MemoryChannel_wait: {
+      PARAMS(MemoryChannel, wait);
+      std::get<ir::MemoryChannel>(h).wait(I(ARG(tb)), S(ARG(data_sync)), B(ARG(relaxed)));
       return Value();
-    case MethodId::SwitchChannelRankView_broadcast:
-      std::get<ir::SwitchChannelRankView>(h).broadcast(C(0), I(1), I(2), I(3));
+    }
+    case MethodId::MemoryChannel_get: {
+      PARAMS(MemoryChannel, get);
+      std::get<ir::MemoryChannel>(h).get(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
       return Value();
-    case MethodId::SwitchChannelRankView_broadcast_packets:
-      std::get<ir::SwitchChannelRankView>(h).broadcastPackets(C(0), I(1), I(2), I(3));
+    }
+    case MethodId::MemoryChannel_put: {
+      PARAMS(MemoryChannel, put);
+      std::get<ir::MemoryChannel>(h).put(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
       return Value();
-    case MethodId::ThreadBlockGroup_numtb: return Value::integer(std::get<ir::ThreadBlockGroup>(h).numtb());
-    case MethodId::Semaphore_acquire: std::get<ir::Semaphore>(h).acquire(I(0), S(1)); return Value();
-    case MethodId::Semaphore_release: std::get<ir::Semaphore>(h).release(I(0), S(1)); return Value();
+    }
+    case MethodId::MemoryChannel_put_packets: {
+      PARAMS(MemoryChannel, put_packets);
+      std::get<ir::MemoryChannel>(h).putPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
+      return Value();
+    }
+    case MethodId::MemoryChannel_read_put_packets: {
+      PARAMS(MemoryChannel, read_put_packets);
+      std::get<ir::MemoryChannel>(h).readPutPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
+      return Value();
+    }
+    case MethodId::MemoryChannel_reduce: {
+      PARAMS(MemoryChannel, reduce);
+      std::get<ir::MemoryChannel>(h).reduce(C(ARG(local_src_chunk)), CL(ARG(remote_src_chunks)), OI(ARG(tb)),
+                                            G(ARG(tb_group)), OC(ARG(local_dst_chunk)), R(ARG(reduce_op)));
+      return Value();
+    }
+    case MethodId::PortChannel_signal: {
+      PARAMS(PortChannel, signal); std::get<ir::PortChannel>(h).signal(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
+    case MethodId::PortChannel_wait: {
+      PARAMS(PortChannel, wait); std::get<ir::PortChannel>(h).wait(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
+    case MethodId::PortChannel_flush: {
+      PARAMS(PortChannel, flush); std::get<ir::PortChannel>(h).flush(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
+    case MethodId::PortChannel_put: {
+      PARAMS(PortChannel, put);
+      std::get<ir::PortChannel>(h).put(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::PortChannel_put_with_signal: {
+      PARAMS(PortChannel, put_with_signal);
+      std::get<ir::PortChannel>(h).putWithSignal(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::PortChannel_put_with_signal_and_flush: {
+      PARAMS(PortChannel, put_with_signal_and_flush);
+      std::get<ir::PortChannel>(h).putWithSignalAndFlush(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::PortChannel_put_packets: {
+      PARAMS(PortChannel, put_packets);
+      std::get<ir::PortChannel>(h).putPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::PortChannel_read_put_packets: {
+      PARAMS(PortChannel, read_put_packets);
+      std::get<ir::PortChannel>(h).readPutPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
+      return Value();
+    }
+    case MethodId::SwitchChannel_at_rank: {
+      PARAMS(SwitchChannel, at_rank);
+      return makeDsl(ClassId::SwitchChannelRankView, std::get<ir::SwitchChannel>(h).atRank(I(ARG(rank))));
+    }
+    case MethodId::SwitchChannelRankView_reduce: {
+      PARAMS(SwitchChannelRankView, reduce);
+      std::get<ir::SwitchChannelRankView>(h).reduce(I(ARG(buffer_offset)), I(ARG(size)), C(ARG(dst_chunk)), I(ARG(tb)),
+                                                    R(ARG(reduce_op)));
+      return Value();
+    }
+    case MethodId::SwitchChannelRankView_broadcast: {
+      PARAMS(SwitchChannelRankView, broadcast);
+      std::get<ir::SwitchChannelRankView>(h).broadcast(C(ARG(src_chunk)), I(ARG(buffer_offset)), I(ARG(size)), I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::SwitchChannelRankView_broadcast_packets: {
+      PARAMS(SwitchChannelRankView, broadcast_packets);
+      std::get<ir::SwitchChannelRankView>(h).broadcastPackets(C(ARG(src_chunk)), I(ARG(buffer_offset)), I(ARG(size)),
+                                                              I(ARG(tb)));
+      return Value();
+    }
+    case MethodId::ThreadBlockGroup_numtb: {
+      PARAMS(ThreadBlockGroup, numtb);
+      return Value::integer(std::get<ir::ThreadBlockGroup>(h).numtb());
+    }
+    case MethodId::Semaphore_acquire: {
+      PARAMS(Semaphore, acquire); std::get<ir::Semaphore>(h).acquire(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
+    case MethodId::Semaphore_release: {
+      PARAMS(Semaphore, release); std::get<ir::Semaphore>(h).release(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
     }
   } catch (const ir::DslError &e) {
     failDsl(loc, e.what());
@@ -417,37 +563,40 @@ Value Interp::attr(const AttrExpr *x) {
   const std::string &name = names().str(x->name);
   if (obj.kind() == ValueKind::Object) {
     auto &o = obj.as<DslObj>();
-    auto bufferEnum = [](ir::BufferType t) { return Value::enumMember(EnumId::BufferType, static_cast<int64_t>(t)); };
-    if (auto *r = std::get_if<ir::Rank>(&o.handle)) {
-      if (name == "rank") return Value::integer(r->rank());
-    } else if (auto *b = std::get_if<ir::Buffer>(&o.handle)) {
-      if (name == "rank") return Value::integer(b->rank);
-      if (name == "offset") return Value::integer(b->offset);
-      if (name == "size") return Value::integer(b->end);
-      if (name == "buffer_type") return bufferEnum(b->type);
-    } else if (auto *c = std::get_if<ir::Chunk>(&o.handle)) {
-      if (name == "rank") return Value::integer(c->rank);
-      if (name == "buffer") return bufferEnum(c->buffer);
-      if (name == "index") return Value::integer(c->index);
-      if (name == "size") return Value::integer(c->size);
-    } else if (auto *m = std::get_if<ir::MemoryChannel>(&o.handle)) {
-      if (name == "src_rank") return Value::integer(m->srcRank());
-      if (name == "dst_rank") return Value::integer(m->dstRank());
-    } else if (auto *g = std::get_if<ir::ThreadBlockGroup>(&o.handle)) {
-      if (name == "tb_list") {
-        std::vector<Value> items;
-        for (int64_t tb : g->tbList)
-          items.push_back(Value::integer(tb));
-        return makeList(std::move(items));
-      }
-    } else if (auto *p = std::get_if<ir::PortChannel>(&o.handle)) {
-      if (name == "src_rank") return Value::integer(p->srcRank());
-      if (name == "dst_rank") return Value::integer(p->dstRank());
+    const auto &b = builtins();
+    std::optional<AttrId> id;
+    for (AttrId a : b.cls(o.cls).attrs)
+      if (b.attr(a).name == name)
+        id = a;
+    if (!id) {
+      std::vector<std::string> cands;
+      for (AttrId a : b.cls(o.cls).attrs)
+        cands.push_back(b.attr(a).name);
+      fail(x->loc, DiagId::err_unknown_attribute, {b.cls(o.cls).name, name, diag::didYouMean(name, cands)});
     }
-    std::vector<std::string> cands;
-    for (AttrId a : builtins().cls(o.cls).attrs)
-      cands.push_back(builtins().attr(a).name);
-    fail(x->loc, DiagId::err_unknown_attribute, {builtins().cls(o.cls).name, name, diag::didYouMean(name, cands)});
+    auto bufferEnum = [](ir::BufferType t) { return Value::enumMember(EnumId::BufferType, static_cast<int64_t>(t)); };
+    const auto &h = o.handle;
+    switch (*id) { // one case per Builtins.def attribute (-Wswitch names a missing one)
+    case AttrId::Rank_rank: return Value::integer(std::get<ir::Rank>(h).rank());
+    case AttrId::Buffer_rank: return Value::integer(std::get<ir::Buffer>(h).rank);
+    case AttrId::Buffer_offset: return Value::integer(std::get<ir::Buffer>(h).offset);
+    case AttrId::Buffer_size: return Value::integer(std::get<ir::Buffer>(h).end);
+    case AttrId::Buffer_buffer_type: return bufferEnum(std::get<ir::Buffer>(h).type);
+    case AttrId::Chunk_rank: return Value::integer(std::get<ir::Chunk>(h).rank);
+    case AttrId::Chunk_buffer: return bufferEnum(std::get<ir::Chunk>(h).buffer);
+    case AttrId::Chunk_index: return Value::integer(std::get<ir::Chunk>(h).index);
+    case AttrId::Chunk_size: return Value::integer(std::get<ir::Chunk>(h).size);
+    case AttrId::MemoryChannel_src_rank: return Value::integer(std::get<ir::MemoryChannel>(h).srcRank());
+    case AttrId::MemoryChannel_dst_rank: return Value::integer(std::get<ir::MemoryChannel>(h).dstRank());
+    case AttrId::PortChannel_src_rank: return Value::integer(std::get<ir::PortChannel>(h).srcRank());
+    case AttrId::PortChannel_dst_rank: return Value::integer(std::get<ir::PortChannel>(h).dstRank());
+    case AttrId::ThreadBlockGroup_tb_list: {
+      std::vector<Value> items;
+      for (int64_t tb : std::get<ir::ThreadBlockGroup>(h).tbList)
+        items.push_back(Value::integer(tb));
+      return makeList(std::move(items));
+    }
+    }
   }
   fail(x->loc, DiagId::err_unknown_attribute, {typeName(obj), name, ""});
 }
