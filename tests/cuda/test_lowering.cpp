@@ -46,7 +46,7 @@ bool sizesFor(const plan::Plan &p, uint64_t c, uint64_t &in, uint64_t &out) {
   return true;
 }
 
-/// Expected byte offset/length of a plan entry after the tbg split (plan-format.md §3.3).
+/// Expected byte offset/length of a plan entry after the tbg split (spec plan#3.3).
 void expectedRange(const plan::BufferRef &ref, const plan::Op &op, uint64_t c, uint64_t A, uint64_t &off, uint64_t &len) {
   off = ref.index * c;
   len = ref.size * c;

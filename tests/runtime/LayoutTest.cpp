@@ -33,7 +33,7 @@ static std::string errorOf(const std::function<void()> &f, ErrorKind *kind = nul
   return "";
 }
 
-TEST_CASE("chunk size follows plan-format 3.2", "[layout]") {
+TEST_CASE("chunk size follows plan#3.2", "[layout]") {
   Plan p = onePlan(4, 4, 2);
   ChunkLayout l = computeChunkLayout(p, 0, 1024, 1024);
   CHECK(l.hasChunkBytes);

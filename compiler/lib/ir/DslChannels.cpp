@@ -1,7 +1,7 @@
 //===- DslChannels.cpp - MemoryChannel, PortChannel, SwitchChannel ----------------------===//
 //
 // Mirrors channel.py: argument checks in the Python order, then per tb: remote buffer
-// registration, channel registration, op append (§3.2).
+// registration, channel registration, op append (dsl#3.2).
 //
 //===------------------------------------------------------------------------------------===//
 #include "DslImpl.h"

@@ -13,7 +13,7 @@ namespace msccl::ir {
 /// Python's str() of an int list: "[0, 1, 2]".
 std::string pyList(const std::vector<int64_t> &v);
 
-/// One (tb, tbg_info) target of an op (the tb / tb_group rule of §3.2).
+/// One (tb, tbg_info) target of an op (the tb / tb_group rule of dsl#3.2-tb-group).
 struct TbTarget {
   uint32_t tb;
   std::optional<TbgInfo> tbg;

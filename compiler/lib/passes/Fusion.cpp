@@ -38,7 +38,7 @@ template <class V> void append(V &dst, const V &src) { dst.insert(dst.end(), src
 bool combineReduce(Op &acc, Op &next) {
   const OpKind a = acc.kind, b = next.kind;
   if (isReduceFamily(b)) {
-    // F14
+    // dsl#fusion-F14
     if ((a == OpKind::Reduce || a == OpKind::ReducePackets || a == OpKind::ReadReduce) && a == b &&
         acc.localSrc[0] == next.localSrc[0] && acc.localDst == next.localDst && acc.channelType == next.channelType &&
         acc.reduceOp == next.reduceOp && acc.tbg == next.tbg) {
@@ -53,7 +53,7 @@ bool combineReduce(Op &acc, Op &next) {
   }
   if (!isPutFamily(b) && b != OpKind::CopyPackets) return false;
   if (acc.tbg != next.tbg) return false;
-  // F15
+  // dsl#fusion-F15
   if ((a == OpKind::Reduce || a == OpKind::ReduceSend || a == OpKind::ReadReduce || a == OpKind::ReadReduceSend) &&
       b == OpKind::Put && acc.localDst[0] == next.localSrc[0] && next.channelType == ChannelType::Memory) {
     append(acc.remoteDst, next.remoteDst);
@@ -62,7 +62,7 @@ bool combineReduce(Op &acc, Op &next) {
     acc.kind = acc.remoteSrc.empty() ? OpKind::ReduceSend : OpKind::ReadReduceSend;
     return true;
   }
-  // F16
+  // dsl#fusion-F16
   if ((a == OpKind::ReducePackets || a == OpKind::ReduceSendPackets) && b == OpKind::PutPackets &&
       acc.localDst[0] == next.localSrc[0] && next.channelType == ChannelType::Memory) {
     append(acc.remoteDst, next.remoteDst);
@@ -71,13 +71,13 @@ bool combineReduce(Op &acc, Op &next) {
     acc.kind = OpKind::ReduceSendPackets;
     return true;
   }
-  // F17
+  // dsl#fusion-F17
   if (a == OpKind::ReducePackets && b == OpKind::CopyPackets && acc.localDst[0] == next.localSrc[0]) {
     acc.localPktDst = next.localDst;
     acc.kind = OpKind::ReduceCopyPackets;
     return true;
   }
-  // F18
+  // dsl#fusion-F18
   if ((a == OpKind::ReduceCopyPackets || a == OpKind::ReduceCopySendPackets) &&
       ((b == OpKind::PutPackets && acc.localDst[0] == next.localSrc[0]) ||
        (b == OpKind::ReadPutPackets && acc.localPktDst[0] == next.localSrc[0])) &&
@@ -96,7 +96,7 @@ SyncType pipelineDataSync(const Op &p) {
   if (p.ops.empty()) return r;
   auto check = [](const Op &op, SyncType which) {
     SyncType s = SyncType::None;
-    if (isNopOrBarrier(op)) s = s | SyncType::Before; // [BUG] also for the last op
+    if (isNopOrBarrier(op)) s = s | SyncType::Before; // bug dsl#8.2.5: also for the last op
     if (isDataSyncOp(op.kind)) s = s | (which & op.dataSync);
     return s;
   };
@@ -109,24 +109,24 @@ bool combineOps(Op &acc, Op &next) {
   const OpKind a = acc.kind, b = next.kind;
   switch (a) {
   case OpKind::Nop: // SyncOperation.__add__
-    if (b == OpKind::Nop) return true;                                    // F1
-    if (b == OpKind::Barrier) { acc = std::move(next); return true; }     // F2
+    if (b == OpKind::Nop) return true;                                    // dsl#fusion-F1
+    if (b == OpKind::Barrier) { acc = std::move(next); return true; }     // dsl#fusion-F2
     if (b == OpKind::Pipeline && has(pipelineDataSync(next), SyncType::Before)) {
-      acc = std::move(next);                                              // F3 (inner ops stay unfused)
+      acc = std::move(next);                                              // dsl#fusion-F3 (inner ops stay unfused)
       return true;
     }
     if (isDataSyncOp(b)) clearBefore(next);
     return false;
   case OpKind::Barrier:
     if (isDataSyncOp(b)) { clearBefore(next); return false; }
-    return b == OpKind::Nop;                                              // F4
+    return b == OpKind::Nop;                                              // dsl#fusion-F4
   case OpKind::Pipeline: {
     bool after = has(pipelineDataSync(acc), SyncType::After);
     if (after && isDataSyncOp(b)) { clearBefore(next); return false; }
-    return after && b == OpKind::Nop;                                     // F5
+    return after && b == OpKind::Nop;                                     // dsl#fusion-F5
   }
   case OpKind::SemAcquire: case OpKind::SemRelease:
-    if (b == a) {                                                          // F6, F7
+    if (b == a) {                                                          // dsl#fusion-F6, dsl#fusion-F7
       append(acc.ids, next.ids);
       acc.dataSync = acc.dataSync | next.dataSync;
       return true;
@@ -134,7 +134,7 @@ bool combineOps(Op &acc, Op &next) {
     if (rightProvidesBefore(next)) clearAfter(acc);
     return false;
   case OpKind::Signal: case OpKind::RelaxedSignal: case OpKind::Wait: case OpKind::RelaxedWait:
-    if (b == a && acc.channelType == next.channelType && !acc.syncChannelIds.intersects(next.syncChannelIds)) { // F8, F9
+    if (b == a && acc.channelType == next.channelType && !acc.syncChannelIds.intersects(next.syncChannelIds)) { // dsl#fusion-F8, dsl#fusion-F9
       acc.syncChannelIds.unionWith(next.syncChannelIds);
       acc.dataSync = acc.dataSync | next.dataSync;
       return true;
@@ -142,14 +142,14 @@ bool combineOps(Op &acc, Op &next) {
     if (rightProvidesBefore(next)) clearAfter(acc);
     return false;
   case OpKind::Flush:
-    if (b == OpKind::Flush && acc.channelType == next.channelType) {      // F10
+    if (b == OpKind::Flush && acc.channelType == next.channelType) {      // dsl#fusion-F10
       acc.syncChannelIds.unionWith(next.syncChannelIds);
       acc.dataSync = acc.dataSync | next.dataSync;
       return true;
     }
     if (rightProvidesBefore(next)) clearAfter(acc);
     return false;
-  case OpKind::Get:                                                       // F11
+  case OpKind::Get:                                                       // dsl#fusion-F11
     if (b == OpKind::Get && acc.remoteSrc[0].size == next.remoteSrc[0].size && acc.channelType == next.channelType &&
         acc.tbg == next.tbg) {
       append(acc.remoteSrc, next.remoteSrc);
@@ -158,7 +158,7 @@ bool combineOps(Op &acc, Op &next) {
       return true;
     }
     return false;
-  case OpKind::Put: case OpKind::PutPackets: case OpKind::PutWithSignal: case OpKind::PutWithSignalAndFlush: // F12
+  case OpKind::Put: case OpKind::PutPackets: case OpKind::PutWithSignal: case OpKind::PutWithSignalAndFlush: // dsl#fusion-F12
     if (b == a && acc.localSrc[0].size == next.localSrc[0].size && acc.channelType == next.channelType && acc.tbg == next.tbg) {
       append(acc.localSrc, next.localSrc);
       append(acc.remoteDst, next.remoteDst);
@@ -166,14 +166,14 @@ bool combineOps(Op &acc, Op &next) {
       return true;
     }
     return false;
-  case OpKind::ReadPutPackets:                                            // F13
+  case OpKind::ReadPutPackets:                                            // dsl#fusion-F13
     if (b == a && acc.localSrc == next.localSrc && acc.channelType == next.channelType && acc.tbg == next.tbg) {
       append(acc.remoteDst, next.remoteDst);
       append(acc.channelIds, next.channelIds);
       return true;
     }
     return false;
-  case OpKind::MultiLoadReduce:                                           // F19
+  case OpKind::MultiLoadReduce:                                           // dsl#fusion-F19
     if (b == OpKind::MultiStore && acc.switchBuffer == next.switchBuffer && acc.switchSize == next.switchSize &&
         acc.userChunk == next.userChunk && acc.channelIds == next.channelIds && acc.channelType == next.channelType) {
       acc.kind = OpKind::MultiLoadReduceStore;

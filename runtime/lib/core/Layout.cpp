@@ -1,4 +1,4 @@
-//===- Layout.cpp - Chunk -> byte arithmetic (plan-format §3) ----------------------------===//
+//===- Layout.cpp - Chunk -> byte arithmetic (spec plan#3) -------------------------------===//
 //
 // Consumes plan-level chunk counts and run-time message sizes; produces chunk sizes, entry byte
 // ranges, tbg slices, pipeline iteration counts and scratch sizes. See Layout.h.
@@ -30,7 +30,7 @@ ChunkLayout computeChunkLayout(const Plan &plan, uint32_t rank, uint64_t inputBy
     return ExecutionError(ErrorKind::InvalidSize,
                           "Input or output size is not aligned with buffer alignment or chunks: " + what);
   };
-  // §3.2 step 1; zero-chunk buffers skip the divisibility test (§11.1).
+  // plan#3.2 step 1; zero-chunk buffers skip the divisibility test (plan#11.1).
   if (inputBytes % A != 0)
     throw sizeError("input size " + std::to_string(inputBytes) + " B is not a multiple of buffer_alignment " +
                     std::to_string(A));

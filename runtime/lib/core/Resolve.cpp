@@ -172,7 +172,7 @@ struct Lowerer {
     e.bytes = entryBytes(layout, e.where.type, ref.index, ref.size);
     if (op.tbg)
       e.bytes = tbgSlice(e.bytes, *op.tbg, layout.alignment);
-    // The reference stores offsets and lengths as uint32 (§9); packet regions double them.
+    // The reference stores offsets and lengths as uint32 (plan#9); packet regions double them.
     const uint64_t limit = isPacketOp(op.type) ? (uint64_t(1) << 31) : (uint64_t(1) << 32);
     if (e.bytes.end() > limit)
       throw ExecutionError(ErrorKind::InvalidSize,

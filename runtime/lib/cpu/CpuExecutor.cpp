@@ -63,7 +63,7 @@ private:
 
 void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_clock::time_point start) {
   const Plan &plan = *m.plan;
-  m.flag = uint32_t(launchIndex + 1); // F starts at 1 (§7.3)
+  m.flag = uint32_t(launchIndex + 1); // F starts at 1 (plan#7.3)
   for (RankState &rs : m.ranks)
     rs.scratchOffset = (plan.useDoubleScratchBuffer && m.flag % 2 == 0) ? rs.scratchHalf : 0;
 

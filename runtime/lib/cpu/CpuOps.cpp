@@ -4,7 +4,7 @@
 // much of it as possible) and says whether it completed, progressed or is blocked. Guarantees:
 // every byte accessed is bounds-checked against its buffer (ExecutionError(Misuse) otherwise);
 // a blocked op records what it waits for in TbState::blockedOn and changes nothing else.
-// Semantics: plan-format §8, with the intended meaning for the reference defects of §11
+// Semantics: spec plan#8, with the intended meaning for the reference defects of plan#11
 // (docs/runtime.md).
 //
 // Mirrors: mscclpp src/core/include/execution_kernel.hpp, include/mscclpp/packet_device.hpp.
@@ -55,7 +55,7 @@ struct Ctx {
     uint64_t delta = w.offset;
     const ChunkLayout &layout = m.lowered->gpus[tb.rank].layout;
     if (e.where.type == BufferType::Scratch && layout.reuseSlotBytes != 0)
-      delta %= layout.reuseSlotBytes; // reuse-scratch slots wrap (§3.6)
+      delta %= layout.reuseSlotBytes; // reuse-scratch slots wrap (plan#3.6)
     return {e.bytes.offset + delta, w.length};
   }
 
@@ -115,7 +115,7 @@ struct Ctx {
   void signal(uint32_t channel) {
     ChannelType ct = op.channelType;
     if (ct != ChannelType::Memory && ct != ChannelType::Port)
-      return; // switch/none: no-op (§8.1)
+      return; // switch/none: no-op (plan#8.1)
     const auto &list = ct == ChannelType::Memory ? m.resolved->gpus[tb.rank].memoryChannels
                                                  : m.resolved->gpus[tb.rank].portChannels;
     const ResolvedChannel &ch = list.at(channel);

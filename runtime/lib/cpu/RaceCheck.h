@@ -4,7 +4,7 @@
 // it when CpuExecutorOptions::raceCheck is on); produces one diagnostic per data race a GPU
 // could exhibit although the sequential CPU schedule happened to give the right answer.
 //
-// Model (plan-format §6.3, §8.1), ThreadSanitizer-style vector clocks. Actors: every
+// Model (spec plan#6.3, plan#8.1), ThreadSanitizer-style vector clocks. Actors: every
 // threadblock (rank, tb) and, per threadblock, its port-channel proxy lane. Each actor has a
 // vector clock over all actors. A threadblock's accesses belong to its current "sync epoch";
 // `nop` and `barrier` (__syncthreads) complete the epoch. Two accesses to overlapping bytes of

@@ -1,7 +1,7 @@
 //===- DeviceData.cuh - Block-wide copy, reduce and packet loops (device only) ----------===//
 //
 // The data-movement loops every data op of the interpreter is built from. All threads of the
-// block cooperate: thread t handles vectors t, t+blockDim, ... (plan-format.md §6.3); no loop
+// block cooperate: thread t handles vectors t, t+blockDim, ... (spec plan#6.3); no loop
 // synchronises the block at its end (ordering between ops comes from the plan's nops).
 //   blockCopy    one source -> several destinations (copy, put, get, gstore emulation),
 //                16-byte vectors with four loads in flight when every pointer and the length

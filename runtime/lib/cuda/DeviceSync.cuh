@@ -6,7 +6,7 @@
 //     peer may be another GPU; port counters live in host-mapped memory);
 //   * rank-local semaphores and barrier counters: gpu scope;
 //   * LL16 (16-byte: data0, flag, data1, flag) and LL8 (8-byte: data, flag) packets as single
-//     volatile vector stores/loads (plan-format.md §7.1);
+//     volatile vector stores/loads (spec plan#7.1);
 //   * bounded spinning: every wait gives up after DevLaunch::timeoutNs (read from %globaltimer)
 //     and records where it stopped in DevAbort, so a broken plan ends the launch instead of
 //     hanging it; once any wait gave up, all later waits of the launch give up at once.

@@ -3,16 +3,16 @@
 // Consumes one DevLaunch (DevicePlan.h): the threadblocks of every rank placed on this GPU,
 // each rank's DevRankContext (buffers, channels, semaphores, FIFO) and the launch's flag F.
 // Block b runs threadblock threadblocks[b] of rank ranks[threadblocks[b].rankSlot]: every thread
-// walks the same op list (plan-format.md §6.3); data ops stripe over all threads; sync ops are
+// walks the same op list (spec plan#6.3); data ops stripe over all threads; sync ops are
 // executed by thread j for channel/semaphore j; `nop` is __syncthreads; a pipeline runs its
-// inner ops once per iteration with window offset i*unit_size (§8.6, windows clamped per entry).
+// inner ops once per iteration with window offset i*unit_size (plan#8.6, windows clamped per entry).
 // Guarantees: every wait is bounded (DeviceSync.cuh), so the launch always ends; a timed-out
 // wait is reported through DevLaunch::abort.
 //
-// Run-time fixes of the reference's defects (plan-format.md §11): SO is added to every scratch
+// Run-time fixes of the reference's defects (spec plan#11): SO is added to every scratch
 // access, local or remote, packet or plain (4), and a peer's or switch member's scratch uses
 // that owner's SO (ranks' scratch sizes may differ); with reuse_resources, pipeline windows of
-// scratch entries wrap modulo the slot size SC (§3.6, as the CPU executor); flush waits for
+// scratch entries wrap modulo the slot size SC (plan#3.6, as the CPU executor); flush waits for
 // the proxy to complete the listed port channels' requests (5); port sources use this rank's
 // own buffers (7); flags and barrier counters belong to the executor's context, not the
 // process (18). Waits claim their expected counter value atomically (several threadblocks may

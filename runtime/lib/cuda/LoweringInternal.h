@@ -1,7 +1,7 @@
 //===- LoweringInternal.h - Per-op roles of buffer entries (shared by lowering and tests) -===//
 //
 // Which entries of an op are read or written as LL packets, and which entry layouts each op
-// handler needs (plan-format.md §8). Used by Lowering.cpp for bounds and shape checks, and by
+// handler needs (spec plan#8). Used by Lowering.cpp for bounds and shape checks, and by
 // the kernel (packetReduceDsts) so that both agree on which entries are packets.
 //
 //===------------------------------------------------------------------------------------===//

@@ -1,7 +1,7 @@
 //===- OpShapes.cpp - Per-op roles of buffer entries ------------------------------------===//
 //
 // Consumes an op code, its channel type and its lowered entries; produces a yes/no per entry
-// (packet addressing) and a shape diagnostic. The roles follow plan-format.md §8 (with the
+// (packet addressing) and a shape diagnostic. The roles follow spec plan#8 (with the
 // fixes of Lowering.h: every pair uses its own entries).
 //
 //===------------------------------------------------------------------------------------===//

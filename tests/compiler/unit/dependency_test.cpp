@@ -1,4 +1,4 @@
-// Data-dependency analysis (§6.4) including the quirks copied for parity.
+// Data-dependency analysis (dsl#6.4) including the quirks copied for parity.
 #include "TestUtil.h"
 
 #include "msccl/passes/Dependency.h"

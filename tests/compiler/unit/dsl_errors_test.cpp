@@ -1,4 +1,4 @@
-// Every DslError of Dsl.h: the Python DSL's message text (dsl-semantics §7), intended errors where
+// Every DslError of Dsl.h: the Python DSL's message text (spec dsl#7), intended errors where
 // Python fails with AttributeError/TypeError, and the checks' order.
 #include "TestUtil.h"
 

@@ -1,4 +1,4 @@
-// Instruction fusion (§6.2), flag trimming (Appendix C) and nop insertion (§6.3).
+// Instruction fusion (dsl#6.2), flag trimming (dsl#appendix-c) and nop insertion (dsl#6.3).
 #include "TestUtil.h"
 
 #include "msccl/passes/Fusion.h"
@@ -22,7 +22,7 @@ std::vector<Op> fuseAndSync(Program &p, uint32_t tb = 0, bool fuse = true) {
 }
 } // namespace
 
-TEST_CASE("Appendix C.1/C.2: wait loses after before a release with before; acquire keeps after", "[fusion]") {
+TEST_CASE("dsl#appendix-c.1 and dsl#appendix-c.2: wait loses after before a release with before; acquire keeps after", "[fusion]") {
   Program p(msccl::test::testOptions(2, 4, 4));
   auto ch = p.memoryChannel(1, 0);
   auto sem = p.semaphore(0, 1);
@@ -41,7 +41,7 @@ TEST_CASE("Appendix C.1/C.2: wait loses after before a release with before; acqu
   CHECK(names(fuseAndSync(p, 1)) == "nop sem_acquire nop wait nop copy");
 }
 
-TEST_CASE("Appendix C.3: semaphore fusion keeps duplicates and trims after", "[fusion]") {
+TEST_CASE("dsl#appendix-c.3: semaphore fusion keeps duplicates and trims after", "[fusion]") {
   Program p(msccl::test::testOptions(1, 1, 1));
   auto s = p.semaphore(0, 0), s2 = p.semaphore(0, 0);
   s.acquire(0, SyncType::None);
@@ -55,7 +55,7 @@ TEST_CASE("Appendix C.3: semaphore fusion keeps duplicates and trims after", "[f
   CHECK(ops[2].ids == std::vector<uint32_t>{0, 0});
 }
 
-TEST_CASE("Appendix C.4/C.5/C.6: signal/wait/flush fusion and unfused flags", "[fusion]") {
+TEST_CASE("dsl#appendix-c.4 to dsl#appendix-c.6: signal/wait/flush fusion and unfused flags", "[fusion]") {
   Program p(msccl::test::testOptions(2, 1, 1));
   std::vector<MemoryChannel> ch;
   for (int i = 0; i < 4; ++i) ch.push_back(p.memoryChannel(1, 0));
@@ -102,19 +102,19 @@ TEST_CASE("CPython set order of fused channel ids: channel 9 then 1 prints [9, 1
   CHECK(ops[0].syncChannelIds.toList() == std::vector<uint32_t>{9, 1});
 }
 
-TEST_CASE("data-transfer fusion rules F11-F19", "[fusion]") {
+TEST_CASE("data-transfer fusion rules dsl#fusion-F11 to dsl#fusion-F19", "[fusion]") {
   Program p(msccl::test::testOptions(3, 8, 8));
   auto r0 = p.rank(0);
   auto in = r0.getInputBuffer(), out = r0.getOutputBuffer();
   auto peer1 = p.rank(1).getOutputBuffer(), peer2 = p.rank(2).getOutputBuffer();
   auto m1 = p.memoryChannel(1, 0), m2 = p.memoryChannel(2, 0);
-  // F12: puts to different peers fuse into one multi-destination put.
+  // dsl#fusion-F12: puts to different peers fuse into one multi-destination put.
   m1.put(peer1.slice(0, 1), in.slice(0, 1), 0);
   m2.put(peer2.slice(0, 1), in.slice(1, 2), 0);
-  // F11 needs equal first-source sizes: these gets do not fuse.
+  // dsl#fusion-F11 needs equal first-source sizes: these gets do not fuse.
   m1.get(out.slice(0, 1), peer1.slice(2, 3), 1);
   m1.get(out.slice(1, 3), peer1.slice(3, 5), 1);
-  // F14 + F15: re + re (same first src and dst) -> re with 3 sources; then + memory put -> res.
+  // dsl#fusion-F14 + dsl#fusion-F15: re + re (same first src and dst) -> re with 3 sources; then + memory put -> res.
   r0.reduce(in.slice(4, 5), {in.slice(5, 6)}, 2, nullptr, out.slice(4, 5));
   r0.reduce(in.slice(4, 5), {in.slice(6, 7)}, 2, nullptr, out.slice(4, 5));
   m1.put(peer1.slice(4, 5), out.slice(4, 5), 2);
@@ -153,7 +153,7 @@ TEST_CASE("packet reduction fusion: repkt + cpkt -> recpkt, + ppkt -> recspkt", 
   CHECK(ops[0].remoteDst.size() == 1);
 }
 
-TEST_CASE("pipeline quirks: F3 absorbs a pipeline that ends with a sync and skips its inner fusion", "[fusion][pipeline]") {
+TEST_CASE("pipeline quirks: dsl#fusion-F3 absorbs a pipeline that ends with a sync and skips its inner fusion", "[fusion][pipeline]") {
   auto build = [](bool leadingNop) {
     auto o = msccl::test::testOptions(2, 1, 1);
     o.autoSync = false;

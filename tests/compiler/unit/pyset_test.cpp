@@ -1,4 +1,4 @@
-// PySet: CPython 3.11 set iteration order (dsl-semantics §6.8), checked against orders recorded
+// PySet: CPython 3.11 set iteration order (spec dsl#6.8), checked against orders recorded
 // from CPython (data/pyset_cases.json, made by data/make_pyset_cases.py).
 #include "msccl/ir/PySet.h"
 

@@ -2,7 +2,7 @@
 //
 // Consumes: a ProgramIR after passes::runPipeline (replication applied).
 // Produces: the plan model of runtime/include/msccl/plan/Plan.h, which PlanJson.h writes with the
-// DSL's key order. Numbering and ordering follow dsl-semantics.md §6.6, optional fields §6.7:
+// DSL's key order. Numbering and ordering follow spec dsl#6.6, optional fields dsl#6.7:
 // memory `put`-family ops carry no channel_ids, port ones do; get carries channel_ids; reductions
 // carry no channel ids and no channel_type when purely local; gstore's src carries its rank; glre
 // has its own fields; glres writes the source index into dst_buff (Python bug, copied for parity).

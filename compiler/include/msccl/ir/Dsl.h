@@ -13,7 +13,7 @@
 //  * Handles (Rank, Buffer, Chunk, MemoryChannel, ...) are small values. Handles that act on the
 //    program hold a `Program *` (the Program must outlive them; it is not copyable or movable).
 //  * Errors: every error the Python DSL raises is thrown as msccl::ir::DslError whose message
-//    is the Python message text (../shared/reference/dsl-semantics.md §7), checks in the Python
+//    is the Python message text (spec dsl#7), checks in the Python
 //    order. Where Python fails with an unintended AttributeError/TypeError/IndexError/KeyError,
 //    we raise the INTENDED error (documented per function).
 //  * Deliberate deviations (also in docs/passes.md "Bug policy"): there is no process-global

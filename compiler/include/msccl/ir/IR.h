@@ -1,6 +1,6 @@
 //===- IR.h - The compiler's program model: per rank, per threadblock op lists ----------===//
 //
-// The exact image of the Python DSL's internal state (dsl-semantics.md Appendix E): one GpuIR per
+// The exact image of the Python DSL's internal state (spec dsl#appendix-e): one GpuIR per
 // rank with its threadblocks, each holding an op list plus its tb-local channel and remote-buffer
 // registrations; per GPU the channel declarations, remote-buffer table, switch channels and
 // semaphores; per program the signal/wait counters. Dsl.h builds it; the passes

@@ -5,7 +5,7 @@
 // with channel 1 prints [9, 1]). PySet emulates CPython 3.11's open-addressing set table exactly
 // for non-negative int keys (hash(k) == k): the probe sequence (linear probes of 9, perturbation
 // by 5 bits), the resize rule (fill*5 >= mask*3 -> resize to used*4, or used*2 above 50000) and
-// set_merge's fast paths. No deletions ever happen. See dsl-semantics.md §6.8. Tables of 8 slots
+// set_merge's fast paths. No deletions ever happen. See spec dsl#6.8. Tables of 8 slots
 // (sets of up to 4 ids, the common case) are stored inline, larger ones on the heap.
 //
 // Mirrors: CPython Objects/setobject.c (set_add_entry, set_insert_clean, set_table_resize,

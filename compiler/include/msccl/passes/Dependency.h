@@ -5,7 +5,7 @@
 //   write-after-read, write-after-write on overlapping local chunk ranges of the same buffer kind)
 //   with an earlier op since the last nop/barrier. Pipelines are analysed inside with a fresh
 //   record and then act as one op outside.
-// Guarantees: identical to internal/buffer_access.py BuffersAccess (§6.4), including its quirks,
+// Guarantees: identical to internal/buffer_access.py BuffersAccess (dsl#6.4), including its quirks,
 //   copied for parity: the record is an interval map sorted by (start, end) and searched with the
 //   same binary search; accesses of the current op registered before a conflicting one are lost
 //   when the record is cleared; zero-size chunks are the interval [k, k-1] and can overlap;

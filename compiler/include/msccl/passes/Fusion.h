@@ -1,11 +1,11 @@
 //===- Fusion.h - Instruction fusion (pass "fusion") ------------------------------------===//
 //
 // Consumes: one threadblock's op list as the user built it (only user nops/barriers present).
-// Produces: the list after the DSL's single left-to-right adjacent-pair pass (§6.2): each pair
-//   (accumulated op, next original op) is tried once; rules F1-F19 fuse or absorb, and the flag
+// Produces: the list after the DSL's single left-to-right adjacent-pair pass (dsl#6.2): each pair
+//   (accumulated op, next original op) is tried once; rules F1-F19 (dsl#fusion-rules) fuse or absorb, and the flag
 //   trimming rules clear `after` on a data-sync op followed by a sync and `before` on a data-sync
 //   op preceded by one. Pipelines are fused recursively only when they start a run; a pipeline
-//   absorbed by a preceding nop (F3) keeps its inner ops unfused (Python bug, copied for parity).
+//   absorbed by a preceding nop (dsl#fusion-F3) keeps its inner ops unfused (Python bug, copied for parity).
 //   Signal/wait/flush channel-id sets are merged with CPython's set semantics (PySet).
 // Guarantees: identical op lists to internal/optimizer.py fuse_operations and the __add__
 //   methods of internal/operations.py. Linear time in the number of ops plus the size of the

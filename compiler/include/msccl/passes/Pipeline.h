@@ -2,7 +2,7 @@
 //
 // Consumes: the ProgramIR built through Dsl.h (user ops as called).
 // Produces: the processed ProgramIR that the backend lowers (msccl/backend/Lower.h).
-// Order (program.py post_process_operations, dsl-semantics.md §6.0):
+// Order (program.py post_process_operations, spec dsl#6.0):
 //   1. pairing         signal/wait pairing validation (whole program; throws DslError)
 //   2. fusion          instruction fusion per tb (if instr_fusion and not skipFusion)
 //   3. sync-insertion  nops from data_sync flags per tb (always)

@@ -1,7 +1,7 @@
 //===- Replication.h - Instance replication (pass "replication") -------------------------===//
 //
 // Consumes: the IR after fusion / sync insertion / dependency analysis.
-// Produces: `instances` copies of every threadblock (§6.5): original tb t becomes tbs t*n+k for
+// Produces: `instances` copies of every threadblock (dsl#6.5): original tb t becomes tbs t*n+k for
 //   k = 0..n-1 (in that order); tb channel ids c -> c*n+k (memory, port, switch); semaphore and
 //   barrier ids s -> s*n+k; chunk indices per policy (interleaved: i*n + k*size with the chunk's
 //   own size, or the op's size for switch ops; none: unchanged). GPU chunk counts x n; memory/port
@@ -21,7 +21,7 @@
 
 namespace msccl::passes {
 
-/// Where instance `k` of `n` puts ids and chunk indices (§6.5): ids v -> v*n+k; chunk indices
+/// Where instance `k` of `n` puts ids and chunk indices (dsl#6.5): ids v -> v*n+k; chunk indices
 /// i -> i*n + k*size under the interleaved policy (size: the chunk's own size in chunks, or the
 /// op's size for switch ops), unchanged under policy none.
 struct InstanceShift {

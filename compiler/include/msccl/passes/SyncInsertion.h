@@ -4,7 +4,7 @@
 // Produces: the same list with a `nop` right before every data-sync op whose flags include
 //   `before` and right after every one whose flags include `after`; pipelines' inner lists are
 //   processed first, recursively. Nothing else changes; adjacent nops are not merged.
-// Guarantees: identical to internal/operations.py add_data_sync (§6.3). Linear time.
+// Guarantees: identical to internal/operations.py add_data_sync (dsl#6.3). Linear time.
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once

@@ -8,11 +8,11 @@
 // to the GPU as is.
 //
 // What lowering has already done, so that the device does no lookups:
-//   * chunk indices -> byte offsets and lengths (plan-format.md §3.3), tbg split applied (§8.7);
-//   * tb-local channel ids, remote buffer ids and switch channel ids -> gpu-level ids (§5);
-//   * pipelines flattened: a Pipeline op is followed by its `nInner` inner ops (§8.6).
+//   * chunk indices -> byte offsets and lengths (spec plan#3.3), tbg split applied (plan#8.7);
+//   * tb-local channel ids, remote buffer ids and switch channel ids -> gpu-level ids (plan#5);
+//   * pipelines flattened: a Pipeline op is followed by its `nInner` inner ops (plan#8.6).
 // What stays for run time: buffer base pointers (DevRankContext), the scratch half `SO` and the
-// packet flag `F` of the launch (§7.3, §7.4). The half of a peer's or switch member's scratch is
+// packet flag `F` of the launch (plan#7.3, plan#7.4). The half of a peer's or switch member's scratch is
 // that owner's own SO (lowering gives it per remote buffer and per member: ranks may have
 // different scratch sizes).
 //
@@ -51,7 +51,7 @@ enum class DevBase : uint8_t {
 };
 
 /// One resolved src/dst entry. Offsets are payload bytes: packet handlers address the packet
-/// region at 2*offset (plan-format.md §7.2).
+/// region at 2*offset (spec plan#7.2).
 struct DevEntry {
   uint64_t offset = 0;   ///< bytes from the buffer base
   uint64_t length = 0;   ///< bytes
@@ -90,7 +90,7 @@ struct DevThreadblock {
 };
 static_assert(sizeof(DevThreadblock) == 16, "DevThreadblock layout");
 
-/// LL packet width (a run-time choice; plan-format.md §7.1).
+/// LL packet width (a run-time choice; spec plan#7.1).
 enum class PacketType : uint8_t { LL16 = 0, LL8 = 1 };
 
 // --- Run-time structs (pointers; built by the executor, never by lowering) ------------------
@@ -199,9 +199,9 @@ struct DevLaunch {
 };
 
 /// The bytes [off, off+len) an entry at [offset, offset+length) touches in the pipeline window
-/// that starts `delta` bytes into it, `unit` bytes wide (plan-format.md §8.6; clamped per entry,
-/// §11.14). With reuse_resources (`reuseSlot` = SC != 0) the window of a scratch entry wraps
-/// inside the slot: off = offset + delta mod SC (§3.6, as the CPU executor). len = 0 when the
+/// that starts `delta` bytes into it, `unit` bytes wide (spec plan#8.6; clamped per entry,
+/// plan#11.14). With reuse_resources (`reuseSlot` = SC != 0) the window of a scratch entry wraps
+/// inside the slot: off = offset + delta mod SC (plan#3.6, as the CPU executor). len = 0 when the
 /// window starts past the entry. Used by the kernel and by lowering's bounds checks.
 MSCCL_HD inline void pipelineWindowBytes(uint64_t offset, uint64_t length, bool scratch, uint64_t delta, uint64_t unit,
                                          uint64_t reuseSlot, uint64_t &off, uint64_t &len) {

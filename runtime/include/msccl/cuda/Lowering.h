@@ -7,11 +7,11 @@
 //   * every id in the device ops is gpu-level and in range (channels, remote buffers, switch
 //     channels, semaphores, barriers), and every op has the entries its handler reads;
 //   * every byte an op can touch lies inside its buffer (local, peer or switch member),
-//     packet-format regions counted at twice their payload offset (plan-format.md §7.2);
+//     packet-format regions counted at twice their payload offset (spec plan#7.2);
 //   * the device limits of DevicePlan.h hold.
 // Anything else is a LoweringError naming the rank, threadblock, op (JSON path) and field.
 //
-// The reference's defects (plan-format.md §11) are fixed as in the CPU executor
+// The reference's defects (spec plan#11) are fixed as in the CPU executor
 // (docs/runtime.md); the run-time ones (4, 5, 7, 18) are the kernel's and the executor's
 // business (docs/cuda.md).
 //
@@ -40,7 +40,7 @@ public:
 /// One rank's device plan plus the buffer sizes the executor must allocate.
 struct LoweredRank {
   uint32_t rank = 0;
-  uint64_t chunkBytes = 0;   ///< c (plan-format.md §3.2)
+  uint64_t chunkBytes = 0;   ///< c (spec plan#3.2)
   uint64_t inputBytes = 0;   ///< S_in
   uint64_t outputBytes = 0;  ///< S_out
   uint64_t scratchBytes = 0; ///< whole allocation (x2 for packets, x2 double buffer)

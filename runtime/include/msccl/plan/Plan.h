@@ -7,7 +7,7 @@
 // the DSL omits) are std::optional.
 //
 // Units: every `index`/`size` is in chunks; the executor turns chunks into bytes from the
-// message size (see ../shared/reference/plan-format.md §3). Ids in ops (channel ids, buffer ids,
+// message size (see docs/spec/plan-format.md#plan-3). Ids in ops (channel ids, buffer ids,
 // switch channel ids) are threadblock-local; ids in threadblock tables are gpu-level.
 //
 // Mirrors: mscclpp src/core/include/execution_plan.hpp and the JSON written by

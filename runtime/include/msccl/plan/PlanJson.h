@@ -1,6 +1,6 @@
 //===- PlanJson.h - The one JSON reader and writer for execution plans ------------------===//
 //
-// Reads and writes the MSCCL++ JSON plan format (../shared/reference/plan-format.md) to and from
+// Reads and writes the MSCCL++ JSON plan format (docs/spec/plan-format.md) to and from
 // the model of Plan.h. The writer emits keys in the order the MSCCL++ Python DSL writes them
 // (program.py to_json), so `mscclc`'s output is byte-identical to `json.dumps(plan, indent=2)`
 // plus a final newline. The reader accepts every field of the format and reports malformed input

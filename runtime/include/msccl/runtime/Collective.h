@@ -3,7 +3,7 @@
 // Consumes a plan, an nccl-tests style message size S (bytes) and per-rank host copies of the
 // buffers; produces the per-rank S_in/S_out, deterministic rank- and index-dependent input
 // values, and the comparison of every output element with the collective's end state
-// (dsl-semantics §1.4, plan-format §10.5):
+// (spec dsl#1.4, plan#10.5):
 //   allreduce     S_in = S_out = S         out = reduce over ranks of the inputs
 //   allgather     S_out = S, S_in = S/n    out block r = input of rank r
 //   reducescatter S_in = S, S_out = S/n    out of rank r = reduce over ranks of input block r

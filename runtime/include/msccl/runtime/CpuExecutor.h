@@ -16,7 +16,7 @@
 // not back at their init value or channels with signals not matched by waits at the end of a
 // launch, inconsistent barrier sizes; with CpuExecutorOptions::raceCheck, data races a GPU
 // could exhibit (happens-before checker, runtime/lib/cpu/RaceCheck.h).
-// Semantics follow plan-format §6-§8 with the intended meaning where §11 lists a defect of the
+// Semantics follow spec plan#6 to plan#8 with the intended meaning where plan#11 lists a defect of the
 // reference; docs/runtime.md lists every choice.
 //
 // Mirrors: mscclpp src/core/include/execution_kernel.hpp (per-op semantics),
@@ -35,7 +35,7 @@ struct CpuExecutorOptions {
   /// Last-resort wall-clock bound per execute call in seconds (0 = none). The scheduler detects
   /// deadlocks by itself; this only guards against a runaway plan (e.g. billions of ops).
   double timeLimitSeconds = 0;
-  /// Check every launch for data races a GPU could exhibit (plan-format §6.3): accesses to the
+  /// Check every launch for data races a GPU could exhibit (spec plan#6.3): accesses to the
   /// same bytes, at least one a write, not ordered by nop/barrier within a threadblock, by
   /// signal->wait (release/acquire) between ranks, by barrier/semaphores between threadblocks
   /// of a rank, or by flush/port signal for port puts. Races raise ExecutionError(Misuse) at

@@ -11,7 +11,7 @@
 // tests, benchmarks) create them by name. Buffers are allocated and filled through the backend
 // (allocate/upload/download), so a driver never needs to know whether memory is host or device.
 //
-// The semantics every backend implements are those of ../shared/reference/plan-format.md, with
+// The semantics every backend implements are those of docs/spec/plan-format.md, with
 // the choices on the reference's defects documented in docs/runtime.md. The arithmetic shared by
 // all backends (chunk -> bytes, tbg split, pipeline iterations, scratch size) is in Layout.h, the
 // resolution of tb-local ids to peers and buffers in Resolve.h, the semantic plan checks in
@@ -36,7 +36,7 @@
 
 namespace msccl::runtime {
 
-/// LL packet width (plan-format §7.1), a run-time argument like in MSCCL++ (`PacketType`).
+/// LL packet width (spec plan#7.1), a run-time argument like in MSCCL++ (`PacketType`).
 ///  LL16: 16-byte packets `data0, flag, data1, flag` carrying 8 payload bytes.
 ///  LL8:  8-byte packets `data, flag` carrying 4 payload bytes.
 enum class PacketType : uint8_t { LL16, LL8 };
@@ -45,7 +45,7 @@ std::string_view packetTypeName(PacketType p); // "LL16" "LL8"
 /// What kind of failure an ExecutionError reports.
 enum class ErrorKind : uint8_t {
   InvalidPlan,  ///< Semantic plan error (PlanValidate.h); every diagnostic names a JSON path.
-  InvalidSize,  ///< Message size rejected (§3.2: alignment, chunk divisibility, size range).
+  InvalidSize,  ///< Message size rejected (plan#3.2: alignment, chunk divisibility, size range).
   Deadlock,     ///< No threadblock can progress; one diagnostic per blocked threadblock.
   Misuse,       ///< Out-of-bounds access, unbalanced semaphores/channels at the end, ...
   Unsupported,  ///< The backend cannot run this plan/argument (e.g. uint8 glres, not built).
@@ -77,7 +77,7 @@ struct DeviceBuffer {
 
 /// The buffers of one rank for one execute call. Pointers are backend memory obtained from
 /// Executor::allocate (possibly offset into it). In-place calls alias them, following the
-/// nccl-tests conventions (plan-format §10.5):
+/// nccl-tests conventions (spec plan#10.5):
 ///   allreduce/alltoall/sendrecv: input == output;
 ///   allgather:     input  = output + rank * inputBytes;
 ///   reducescatter: output = input  + rank * outputBytes.
@@ -94,12 +94,12 @@ struct ExecuteRequest {
   uint64_t inputBytes = 0;           ///< S_in, the same for every rank (bytes).
   uint64_t outputBytes = 0;          ///< S_out, the same for every rank (bytes).
   plan::DataType dataType = plan::DataType::Float32; ///< Element type of reductions.
-  /// Reduction operator. The reference always sums (§11.15); we honour min/max. When a reduce
+  /// Reduction operator. The reference always sums (plan#11.15); we honour min/max. When a reduce
   /// op of the plan carries `reduce_op`, the plan's value wins for that op (see docs/runtime.md).
   plan::ReduceOp reduceOp = plan::ReduceOp::Sum;
   PacketType packetType = PacketType::LL16;
-  /// Number of launches. Each launch advances the LL flag F (§7.3) and the double-scratch
-  /// half (§7.4); scratch, semaphores and channel counters persist between the launches of one
+  /// Number of launches. Each launch advances the LL flag F (plan#7.3) and the double-scratch
+  /// half (plan#7.4); scratch, semaphores and channel counters persist between the launches of one
   /// call, as they do across the reference's execute calls on one context.
   unsigned iterations = 1;
   /// Launches run before the timed ones (same effects on buffers and flags as `iterations`).

@@ -10,7 +10,7 @@
 // in the tb's tables; each op's channel_type agrees with what it does and its entries have the
 // locations the op needs; barrier ids/sizes and the barrier's tb count agree across the rank;
 // semaphore ids exist; pipelines are not nested and have unit_size > 0; every "no" row of
-// plan-format §9 (ops per tb incl. pipeline inner ops <= 64, channels per tb per type <= 16,
+// spec plan#9 (ops per tb incl. pipeline inner ops <= 64, channels per tb per type <= 16,
 // remote buffers per tb per access type <= 16, channel ids per op <= 8, entries per op <= 10,
 // barrier_id < 16, semaphore ids per op <= 16, num_threads_per_block in 1..1024, index fields
 // <= 255); chunk indices fall inside the buffers (input/output index+size <= chunk count;
@@ -40,7 +40,7 @@ struct PlanDiagnostic {
 
 /// Options of the checks.
 struct ValidateOptions {
-  /// Accept `glre` (the DSL's unfused switch reduce). The reference rejects it (§11.13); our CPU
+  /// Accept `glre` (the DSL's unfused switch reduce). The reference rejects it (plan#11.13); our CPU
   /// executor runs it, so the CPU backend passes true.
   bool allowGlre = false;
 };

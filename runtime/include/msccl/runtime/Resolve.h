@@ -4,8 +4,8 @@
 //  1. resolvePlan: plan -> ResolvedPlan. Builds the gpu-level channel lists (one channel per
 //     `connected_to` element, one switch channel per rank group), pairs every memory/port channel
 //     with its partner on the peer (the k-th channel of A toward B pairs with the k-th channel of
-//     B toward A, §4.1), and turns each threadblock's `channels` / `remote_buffer_refs` into
-//     tb-local -> gpu-level tables (§5).
+//     B toward A, plan#4.1), and turns each threadblock's `channels` / `remote_buffer_refs` into
+//     tb-local -> gpu-level tables (plan#5).
 //  2. lowerPlan: (plan, resolved, per-rank ChunkLayout) -> LoweredPlan. Flattens every
 //     threadblock's ops (a pipeline is followed by its inner ops, as in the reference loader),
 //     resolves every buffer entry to a location (local buffer / peer rank + buffer / switch
@@ -79,7 +79,7 @@ struct Location {
 };
 
 /// A buffer entry after chunk arithmetic and the tbg split. `bytes` is the *payload* range
-/// (§7.2): packet-format accesses address 2*offset in the buffer.
+/// (plan#7.2): packet-format accesses address 2*offset in the buffer.
 struct LoweredEntry {
   Location where;
   ByteRange bytes;
@@ -114,7 +114,7 @@ struct LoweredGpu {
   ChunkLayout layout;
   std::vector<LoweredTb> threadblocks;
   uint64_t scratchBytes = 0;  ///< Whole scratch allocation (both halves with double buffering).
-  /// SO of launches with an even flag F (§7.4): scratchBytes/2 with use_double_scratch_buffer,
+  /// SO of launches with an even flag F (plan#7.4): scratchBytes/2 with use_double_scratch_buffer,
   /// else 0; always a multiple of 16 (scratchBytes is grown when the halves would not be).
   /// Launches with an odd F use SO = 0.
   uint64_t scratchHalfOffset = 0;
@@ -132,7 +132,7 @@ LoweredPlan lowerPlan(const plan::Plan &plan, const ResolvedPlan &resolved, uint
 
 /// Whether op type `t` reads and/or writes LL packets (cpkt, upkt, ppkt, rppkt, *pkt, gstorepkt).
 bool isPacketOp(plan::OpType t);
-/// Whether `t` honours pipeline windows (§8.6).
+/// Whether `t` honours pipeline windows (plan#8.6).
 bool honoursPipeline(plan::OpType t);
 
 } // namespace msccl::runtime

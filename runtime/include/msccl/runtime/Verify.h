@@ -1,7 +1,7 @@
 //===- Verify.h - Run a plan on a backend with generated inputs and check the outputs ----===//
 //
 // Consumes a backend, a plan, an nccl-tests style message size S and run options; allocates the
-// per-rank buffers through the backend (aliased per plan-format §10.5 when in place), fills the
+// per-rank buffers through the backend (aliased per spec plan#10.5 when in place), fills the
 // inputs with inputValue (Collective.h), runs `warmup + iterations` timed launches, then - when
 // checking - refills the inputs, runs one more launch and compares every output element with the
 // collective's end state. Produces the timing (per launch), algbw/busbw (nccl-tests factors) and

@@ -1,4 +1,4 @@
-# dsl-semantics.md Appendix B: replication with instances = 3 (interleaved).
+# dsl#appendix-b: replication with instances = 3 (interleaved).
 from mscclpp.language.channel import *
 from mscclpp.language.rank import *
 from mscclpp.language.general import *

@@ -1,4 +1,4 @@
-# Pipelines: F3 absorption skips inner fusion; trailing nop reports "before"; auto_sync off.
+# Pipelines: dsl#fusion-F3 absorption skips inner fusion; trailing nop reports "before"; auto_sync off.
 from mscclpp.language.channel import *
 from mscclpp.language.rank import *
 from mscclpp.language.general import *
