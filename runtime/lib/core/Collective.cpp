@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 namespace msccl::runtime {
 using namespace msccl::plan;
@@ -75,23 +77,124 @@ std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std
   return ms;
 }
 
-double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type) {
+namespace {
+uint64_t inputPeriod(uint32_t nranks, DataType type) {
   uint64_t n = std::max<uint32_t>(nranks, 1);
-  uint64_t period;
   switch (type) {
-  case DataType::Float16: period = std::max<uint64_t>(2, 2048 / n); break;
-  case DataType::BFloat16: period = std::max<uint64_t>(2, 256 / n); break;
-  case DataType::UInt8: period = std::max<uint64_t>(2, 255 / n); break;
-  default: period = 4096; break;
+  case DataType::Float16: return std::max<uint64_t>(2, 2048 / n);
+  case DataType::BFloat16: return std::max<uint64_t>(2, 256 / n);
+  case DataType::UInt8: return std::max<uint64_t>(2, 255 / n);
+  default: return 4096;
   }
-  uint64_t h = uint64_t(rank) * 977 + index * 131 + (index / 128) * 29 + (index / 4096) * 7;
-  return double(1 + h % (period - 1));
+}
+
+uint64_t inputHash(uint32_t rank, uint64_t index) {
+  return uint64_t(rank) * 977 + index * 131 + (index / 128) * 29 + (index / 4096) * 7;
+}
+
+/// inputValue over consecutive indices without a division per element: h(i+1) - h(i) is
+/// 131, plus 29 when i+1 is a multiple of 128, plus 7 when it is a multiple of 4096; the
+/// residue of h modulo (period - 1) advances by those steps' residues.
+class InputSequence {
+public:
+  InputSequence(uint32_t rank, uint64_t index, uint32_t nranks, DataType type)
+      : m_(inputPeriod(nranks, type) - 1), index_(index), h_(inputHash(rank, index) % m_), d131_(131 % m_),
+        d29_(29 % m_), d7_(7 % m_) {}
+  /// The value at the current index (1 .. period - 1).
+  uint64_t value() const { return 1 + h_; }
+  /// The current residue (value() - 1), an index into a table of period - 1 values.
+  uint64_t residue() const { return h_; }
+  void next() {
+    ++index_;
+    add(d131_);
+    if ((index_ & 127) == 0) {
+      add(d29_);
+      if ((index_ & 4095) == 0)
+        add(d7_);
+    }
+  }
+
+private:
+  void add(uint64_t d) {
+    h_ += d;
+    if (h_ >= m_)
+      h_ -= m_;
+  }
+  uint64_t m_, index_, h_, d131_, d29_, d7_;
+};
+
+template <typename T> T toType(double v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return T(v);
+  else
+    return T(int64_t(v));
+}
+
+/// dst[i] = v[i] converted to `type` (as storeElement), for i in [0, count).
+void storeValues(void *dst, const double *v, uint64_t count, DataType type) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    T *d = static_cast<T *>(dst);
+    for (uint64_t i = 0; i < count; ++i)
+      d[i] = toType<T>(v[i]);
+  };
+  switch (type) {
+  case DataType::Float32: run(float()); break;
+  case DataType::Int32: run(int32_t()); break;
+  case DataType::UInt32: run(uint32_t()); break;
+  case DataType::UInt8: run(uint8_t()); break;
+  case DataType::Float16: {
+    auto *d = static_cast<uint16_t *>(dst);
+    for (uint64_t i = 0; i < count; ++i)
+      d[i] = floatToHalf(float(v[i]));
+    break;
+  }
+  case DataType::BFloat16: {
+    auto *d = static_cast<uint16_t *>(dst);
+    for (uint64_t i = 0; i < count; ++i)
+      d[i] = floatToBfloat16(float(v[i]));
+    break;
+  }
+  }
+}
+
+/// dst[i] = inputValue(rank, first + i) for i in [0, count).
+void inputValues(double *dst, uint32_t rank, uint64_t first, uint64_t count, uint32_t nranks, DataType type) {
+  InputSequence seq(rank, first, nranks, type);
+  for (uint64_t i = 0; i < count; ++i, seq.next())
+    dst[i] = double(seq.value());
+}
+} // namespace
+
+double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type) {
+  return double(1 + inputHash(rank, index) % (inputPeriod(nranks, type) - 1));
+}
+
+void fillInputAt(void *host, uint64_t offset, uint64_t bytes, uint32_t rank, uint32_t nranks, DataType type) {
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t first = offset / es, count = bytes / es;
+  // Every value is one of period - 1 small integers: convert each once, then copy by residue.
+  const uint64_t m = inputPeriod(nranks, type) - 1;
+  std::vector<uint8_t> table(m * es);
+  for (uint64_t k = 0; k < m; ++k)
+    storeElement(table.data(), k, type, double(k + 1));
+  InputSequence seq(rank, first, nranks, type);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *t = reinterpret_cast<const T *>(table.data());
+    T *d = static_cast<T *>(host);
+    for (uint64_t i = 0; i < count; ++i, seq.next())
+      d[i] = t[seq.residue()];
+  };
+  switch (es) {
+  case 1: run(uint8_t()); break;
+  case 2: run(uint16_t()); break;
+  default: run(uint32_t()); break;
+  }
 }
 
 void fillInput(void *host, uint64_t bytes, uint32_t rank, uint32_t nranks, DataType type) {
-  uint64_t count = bytes / dataTypeBytes(type);
-  for (uint64_t i = 0; i < count; ++i)
-    storeElement(host, i, type, inputValue(rank, i, nranks, type));
+  fillInputAt(host, 0, bytes, rank, nranks, type);
 }
 
 std::string VerifyResult::describe() const {
@@ -107,55 +210,107 @@ std::string VerifyResult::describe() const {
   return s;
 }
 
-VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
-                           uint64_t outputBytes, DataType type, ReduceOp op) {
-  VerifyResult res;
-  if (kind == CollectiveKind::Other)
-    return res;
-  res.checked = true;
-  const uint32_t n = uint32_t(outputs.size());
-  const uint64_t es = dataTypeBytes(type);
-  const uint64_t outCount = outputBytes / es, inCount = inputBytes / es;
-  const bool isFloat16 = type == DataType::Float16 || type == DataType::BFloat16;
-  auto reduceAt = [&](uint64_t index) {
-    double acc = inputValue(0, index, n, type);
-    for (uint32_t r = 1; r < n; ++r)
-      acc = reduceValues(acc, inputValue(r, index, n, type), op);
-    if (type == DataType::UInt8)
-      acc = double(uint64_t(acc) % 256);
-    return acc;
-  };
-  for (uint32_t r = 0; r < n; ++r) {
-    for (uint64_t i = 0; i < outCount; ++i) {
-      double exp = 0;
-      switch (kind) {
-      case CollectiveKind::AllReduce: exp = reduceAt(i); break;
-      case CollectiveKind::AllGather: exp = inputValue(uint32_t(i / inCount), i % inCount, n, type); break;
-      case CollectiveKind::ReduceScatter: exp = reduceAt(uint64_t(r) * outCount + i); break;
-      case CollectiveKind::AllToAll: {
-        uint64_t block = outCount / n;
-        uint64_t s = i / block, j = i % block;
-        exp = inputValue(uint32_t(s), uint64_t(r) * block + j, n, type);
-        break;
-      }
-      case CollectiveKind::SendRecv: exp = inputValue((r + n - 1) % n, i, n, type); break;
-      case CollectiveKind::Other: break;
-      }
-      double got = loadElement(outputs[r], i, type);
-      bool ok = isFloat16 ? std::fabs(got - exp) <= 1e-2 * std::fabs(exp) : got == exp;
-      res.elements++;
-      if (!ok) {
-        if (res.wrong == 0) {
-          res.firstRank = r;
-          res.firstIndex = i;
-          res.expected = exp;
-          res.got = got;
-        }
-        res.wrong++;
+OutputChecker::OutputChecker(CollectiveKind kind, uint32_t nranks, uint64_t inputBytes, uint64_t outputBytes,
+                             DataType type, ReduceOp op)
+    : kind_(kind), n_(nranks), inCount_(inputBytes / dataTypeBytes(type)),
+      outCount_(outputBytes / dataTypeBytes(type)), type_(type), op_(op) {
+  result_.checked = kind != CollectiveKind::Other;
+}
+
+/// expected_[0, count) = the end state of elements [first, first + count) of rank `rank`,
+/// generated run by run: a run is a stretch whose source index advances by one per element.
+void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count) {
+  expected_.resize(count);
+  scratch_.resize(count);
+  const uint32_t n = n_;
+  auto reduceRun = [&](double *dst, uint64_t index, uint64_t len) {
+    inputValues(dst, 0, index, len, n, type_);
+    const double *x = scratch_.data();
+    for (uint32_t r = 1; r < n; ++r) {
+      inputValues(scratch_.data(), r, index, len, n, type_);
+      switch (op_) { // reduceValues, with the switch outside the loop
+      case ReduceOp::Sum: for (uint64_t i = 0; i < len; ++i) dst[i] += x[i]; break;
+      case ReduceOp::Min: for (uint64_t i = 0; i < len; ++i) dst[i] = std::min(dst[i], x[i]); break;
+      case ReduceOp::Max: for (uint64_t i = 0; i < len; ++i) dst[i] = std::max(dst[i], x[i]); break;
       }
     }
+    if (type_ == DataType::UInt8)
+      for (uint64_t i = 0; i < len; ++i)
+        dst[i] = double(uint64_t(dst[i]) % 256);
+  };
+  switch (kind_) {
+  case CollectiveKind::AllReduce: reduceRun(expected_.data(), first, count); break;
+  case CollectiveKind::ReduceScatter: reduceRun(expected_.data(), uint64_t(rank) * outCount_ + first, count); break;
+  case CollectiveKind::SendRecv: inputValues(expected_.data(), (rank + n - 1) % n, first, count, n, type_); break;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::AllToAll: {
+    // allgather: element i is input element i % S_in of rank i / S_in; alltoall: element i is
+    // element rank * B + i % B of rank i / B, with B = S_out / n.
+    const uint64_t block = kind_ == CollectiveKind::AllGather ? inCount_ : outCount_ / std::max<uint32_t>(n, 1);
+    for (uint64_t done = 0; done < count;) {
+      uint64_t i = first + done;
+      if (block == 0) { // no element has a source: nothing can be right
+        std::fill(expected_.begin() + int64_t(done), expected_.end(), -1.0);
+        break;
+      }
+      uint64_t src = i / block, j = i % block;
+      uint64_t len = std::min(count - done, block - j);
+      uint64_t index = kind_ == CollectiveKind::AllGather ? j : uint64_t(rank) * block + j;
+      inputValues(expected_.data() + done, uint32_t(src), index, len, n, type_);
+      done += len;
+    }
+    break;
   }
-  return res;
+  case CollectiveKind::Other: break;
+  }
+  expectedBytes_.resize(count * dataTypeBytes(type_));
+  storeValues(expectedBytes_.data(), expected_.data(), count, type_);
+}
+
+void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes) {
+  if (kind_ == CollectiveKind::Other)
+    return;
+  const uint64_t es = dataTypeBytes(type_);
+  const uint64_t first = offset / es, count = bytes / es;
+  result_.elements += count;
+  const bool sameForAllRanks = kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllGather;
+  if (!haveBlock_ || blockFirst_ != first || blockCount_ != count || (!sameForAllRanks && blockRank_ != rank)) {
+    expectedValues(rank, first, count);
+    haveBlock_ = true;
+    blockRank_ = rank;
+    blockFirst_ = first;
+    blockCount_ = count;
+  }
+  if (std::memcmp(got, expectedBytes_.data(), count * es) == 0)
+    return;
+  const bool isFloat16 = type_ == DataType::Float16 || type_ == DataType::BFloat16;
+  for (uint64_t i = 0; i < count; ++i) {
+    double exp = expected_[i];
+    double g = loadElement(got, i, type_);
+    bool ok = isFloat16 ? std::fabs(g - exp) <= 1e-2 * std::fabs(exp) : g == exp;
+    if (ok)
+      continue;
+    if (result_.wrong == 0 || int64_t(rank) < result_.firstRank ||
+        (int64_t(rank) == result_.firstRank && first + i < result_.firstIndex)) {
+      result_.firstRank = rank;
+      result_.firstIndex = first + i;
+      result_.expected = exp;
+      result_.got = g;
+    }
+    result_.wrong++;
+  }
+}
+
+VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
+                           uint64_t outputBytes, DataType type, ReduceOp op) {
+  OutputChecker checker(kind, uint32_t(outputs.size()), inputBytes, outputBytes, type, op);
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t total = outputBytes / es * es;
+  for (uint64_t off = 0; off < total; off += OutputChecker::kBlockBytes)
+    for (uint32_t r = 0; r < outputs.size(); ++r)
+      checker.check(r, off, static_cast<const uint8_t *>(outputs[r]) + off,
+                    std::min<uint64_t>(OutputChecker::kBlockBytes, total - off));
+  return checker.result();
 }
 
 std::optional<ReduceOp> planReduceOp(const Plan &plan, bool *conflict) {
