@@ -103,7 +103,8 @@ private:
   plan::DataType type_;
   plan::ReduceOp op_;
   VerifyResult result_;
-  std::vector<double> expected_, scratch_;
+  std::vector<double> expected_;
+  std::vector<double> reduceByResidue_; // allreduce/reducescatter: the reduction per input residue
   std::vector<uint8_t> expectedBytes_;
   // The block held in expected_/expectedBytes_ (rank is ignored for rank-independent kinds).
   bool haveBlock_ = false;
