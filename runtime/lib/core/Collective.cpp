@@ -170,26 +170,81 @@ double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type)
   return double(1 + inputHash(rank, index) % (inputPeriod(nranks, type) - 1));
 }
 
+namespace {
+/// dst[k] = inputHash(rank, first + k) mod m for k in [0, count), one division per aligned run
+/// of 128 indices: inside such a run h grows by 131 per index, so element k of the run is
+/// (h0 + step[k]) mod m with step[k] = 131 k mod m < m - a loop the compiler vectorises.
+void residues(int32_t *__restrict dst, uint32_t rank, uint64_t first, uint64_t count, int32_t m,
+              const int32_t *__restrict step) {
+  // int32 throughout (values < 2^13): SSE2 has signed compares and int -> float conversions.
+  // h at the aligned start of each run; one division, then from run to run h grows by
+  // 128 * 131 + 29, plus 7 when the new run starts a multiple of 4096.
+  const int32_t dRun = int32_t((128 * 131 + 29) % m), d7 = 7 % m;
+  int32_t h0 = int32_t(inputHash(rank, first / 128 * 128) % uint64_t(m));
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t i = first + done;
+    const uint64_t o = i % 128, len = std::min<uint64_t>(count - done, 128 - o);
+    const int32_t *__restrict st = step + o;
+    int32_t *__restrict d = dst + done;
+    for (int32_t k = 0; k < int32_t(len); ++k) {
+      int32_t v = h0 + st[k];
+      d[k] = v - (v >= m ? m : 0);
+    }
+    done += len;
+    h0 += dRun;
+    h0 -= h0 >= m ? m : 0;
+    if ((first + done) % 4096 == 0) {
+      h0 += d7;
+      h0 -= h0 >= m ? m : 0;
+    }
+  }
+}
+} // namespace
+
 void fillInputAt(void *host, uint64_t offset, uint64_t bytes, uint32_t rank, uint32_t nranks, DataType type) {
   const uint64_t es = dataTypeBytes(type);
   const uint64_t first = offset / es, count = bytes / es;
-  // Every value is one of period - 1 small integers: convert each once, then copy by residue.
-  const uint64_t m = inputPeriod(nranks, type) - 1;
-  std::vector<uint8_t> table(m * es);
-  for (uint64_t k = 0; k < m; ++k)
-    storeElement(table.data(), k, type, double(k + 1));
-  InputSequence seq(rank, first, nranks, type);
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    const T *t = reinterpret_cast<const T *>(table.data());
-    T *d = static_cast<T *>(host);
-    for (uint64_t i = 0; i < count; ++i, seq.next())
-      d[i] = t[seq.residue()];
-  };
-  switch (es) {
-  case 1: run(uint8_t()); break;
-  case 2: run(uint16_t()); break;
-  default: run(uint32_t()); break;
+  const int32_t m = int32_t(inputPeriod(nranks, type) - 1);
+  int32_t step[128];
+  for (int32_t k = 0; k < 128; ++k)
+    step[k] = int32_t(int64_t(k) * 131 % m);
+  // Every value is one of m small integers: 1- and 2-byte types convert through a table.
+  std::vector<uint8_t> table(uint64_t(m) * es);
+  for (int32_t k = 0; k < m; ++k)
+    storeElement(table.data(), size_t(k), type, double(k + 1));
+  constexpr uint64_t kPiece = 4096;
+  int32_t v[kPiece];
+  for (uint64_t done = 0; done < count; done += kPiece) {
+    const uint64_t len = std::min(kPiece, count - done);
+    residues(v, rank, first + done, len, m, step);
+    uint8_t *out = static_cast<uint8_t *>(host) + done * es;
+    switch (type) {
+    case DataType::Float32: {
+      float *__restrict d = reinterpret_cast<float *>(out);
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = float(v[k] + 1);
+      break;
+    }
+    case DataType::Int32:
+    case DataType::UInt32: {
+      int32_t *__restrict d = reinterpret_cast<int32_t *>(out);
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = v[k] + 1;
+      break;
+    }
+    case DataType::Float16:
+    case DataType::BFloat16: {
+      uint16_t *__restrict d = reinterpret_cast<uint16_t *>(out);
+      const uint16_t *t = reinterpret_cast<const uint16_t *>(table.data());
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = t[v[k]];
+      break;
+    }
+    case DataType::UInt8:
+      for (uint64_t k = 0; k < len; ++k)
+        out[k] = table[v[k]];
+      break;
+    }
   }
 }
 
