@@ -92,78 +92,6 @@ uint64_t inputHash(uint32_t rank, uint64_t index) {
   return uint64_t(rank) * 977 + index * 131 + (index / 128) * 29 + (index / 4096) * 7;
 }
 
-/// inputValue over consecutive indices without a division per element: h(i+1) - h(i) is
-/// 131, plus 29 when i+1 is a multiple of 128, plus 7 when it is a multiple of 4096; the
-/// residue of h modulo (period - 1) advances by those steps' residues.
-class InputSequence {
-public:
-  InputSequence(uint32_t rank, uint64_t index, uint32_t nranks, DataType type)
-      : m_(inputPeriod(nranks, type) - 1), index_(index), h_(inputHash(rank, index) % m_), d131_(131 % m_),
-        d29_(29 % m_), d7_(7 % m_) {}
-  /// The value at the current index (1 .. period - 1).
-  uint64_t value() const { return 1 + h_; }
-  /// The current residue (value() - 1), an index into a table of period - 1 values.
-  uint64_t residue() const { return h_; }
-  void next() {
-    ++index_;
-    add(d131_);
-    if ((index_ & 127) == 0) {
-      add(d29_);
-      if ((index_ & 4095) == 0)
-        add(d7_);
-    }
-  }
-
-private:
-  void add(uint64_t d) {
-    h_ += d;
-    if (h_ >= m_)
-      h_ -= m_;
-  }
-  uint64_t m_, index_, h_, d131_, d29_, d7_;
-};
-
-template <typename T> T toType(double v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return T(v);
-  else
-    return T(int64_t(v));
-}
-
-/// dst[i] = v[i] converted to `type` (as storeElement), for i in [0, count).
-void storeValues(void *dst, const double *v, uint64_t count, DataType type) {
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    T *d = static_cast<T *>(dst);
-    for (uint64_t i = 0; i < count; ++i)
-      d[i] = toType<T>(v[i]);
-  };
-  switch (type) {
-  case DataType::Float32: run(float()); break;
-  case DataType::Int32: run(int32_t()); break;
-  case DataType::UInt32: run(uint32_t()); break;
-  case DataType::UInt8: run(uint8_t()); break;
-  case DataType::Float16: {
-    auto *d = static_cast<uint16_t *>(dst);
-    for (uint64_t i = 0; i < count; ++i)
-      d[i] = floatToHalf(float(v[i]));
-    break;
-  }
-  case DataType::BFloat16: {
-    auto *d = static_cast<uint16_t *>(dst);
-    for (uint64_t i = 0; i < count; ++i)
-      d[i] = floatToBfloat16(float(v[i]));
-    break;
-  }
-  }
-}
-
-/// dst[i] = inputValue(rank, first + i) for i in [0, count).
-void inputValues(double *dst, uint32_t rank, uint64_t first, uint64_t count, uint32_t nranks, DataType type) {
-  InputSequence seq(rank, first, nranks, type);
-  for (uint64_t i = 0; i < count; ++i, seq.next())
-    dst[i] = double(seq.value());
-}
 } // namespace
 
 double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type) {
@@ -272,37 +200,43 @@ OutputChecker::OutputChecker(CollectiveKind kind, uint32_t nranks, uint64_t inpu
   result_.checked = kind != CollectiveKind::Other;
   // inputValue(r, i) = 1 + ((977 r mod m) + x) mod m with x = inputHash(0, i) mod m, m =
   // period - 1: the reduction over the ranks of element i is a function of x alone, tabulated
-  // here once (m <= 4095 entries) instead of generating every rank's input per element.
-  if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter) {
-    const uint64_t m = inputPeriod(nranks, type) - 1;
-    reduceByResidue_.resize(m);
-    for (uint64_t x = 0; x < m; ++x) {
-      double acc = double(1 + x);
+  // here once (m <= 4095 entries) instead of generating every rank's input per element. Other
+  // collectives copy one rank's input: the value of residue x is x + 1.
+  m_ = int32_t(inputPeriod(nranks, type) - 1);
+  for (int32_t k = 0; k < 128; ++k)
+    step_[size_t(k)] = int32_t(int64_t(k) * 131 % m_);
+  const bool reducing = kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter;
+  valueOf_.resize(size_t(m_));
+  for (int32_t x = 0; x < m_; ++x) {
+    double acc = double(1 + x);
+    if (reducing) {
       for (uint32_t r = 1; r < nranks; ++r)
-        acc = reduceValues(acc, double(1 + (uint64_t(r) * 977 % m + x) % m), op);
+        acc = reduceValues(acc, double(1 + (int64_t(r) * 977 % m_ + x) % m_), op);
       if (type == DataType::UInt8)
         acc = double(uint64_t(acc) % 256);
-      reduceByResidue_[x] = acc;
     }
+    valueOf_[size_t(x)] = acc;
   }
+  valueBytes_.resize(size_t(m_) * dataTypeBytes(type));
+  for (int32_t x = 0; x < m_; ++x)
+    storeElement(valueBytes_.data(), size_t(x), type, valueOf_[size_t(x)]);
 }
 
-/// expected_[0, count) = the end state of elements [first, first + count) of rank `rank`,
-/// generated run by run: a run is a stretch whose source index advances by one per element.
+/// residue_[0, count) = the residue (index into valueOf_) of the end state of elements
+/// [first, first + count) of rank `rank`, -1 where an element has no source; expectedBytes_ =
+/// the same as elements of the type. Generated run by run: a run is a stretch whose source
+/// index advances by one per element.
 void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count) {
-  expected_.resize(count);
+  residue_.resize(count);
   const uint32_t n = n_;
-  // The reduction over the ranks depends only on rank 0's residue (see the constructor).
-  auto reduceRun = [&](double *dst, uint64_t index, uint64_t len) {
-    InputSequence seq(0, index, n, type_);
-    const double *byResidue = reduceByResidue_.data();
-    for (uint64_t i = 0; i < len; ++i, seq.next())
-      dst[i] = byResidue[seq.residue()];
+  int32_t *res = residue_.data();
+  auto gen = [&](uint64_t at, uint32_t r, uint64_t index, uint64_t len) {
+    residues(res + at, r, index, len, m_, step_.data());
   };
   switch (kind_) {
-  case CollectiveKind::AllReduce: reduceRun(expected_.data(), first, count); break;
-  case CollectiveKind::ReduceScatter: reduceRun(expected_.data(), uint64_t(rank) * outCount_ + first, count); break;
-  case CollectiveKind::SendRecv: inputValues(expected_.data(), (rank + n - 1) % n, first, count, n, type_); break;
+  case CollectiveKind::AllReduce: gen(0, 0, first, count); break;
+  case CollectiveKind::ReduceScatter: gen(0, 0, uint64_t(rank) * outCount_ + first, count); break;
+  case CollectiveKind::SendRecv: gen(0, (rank + n - 1) % n, first, count); break;
   case CollectiveKind::AllGather:
   case CollectiveKind::AllToAll: {
     // allgather: element i is input element i % S_in of rank i / S_in; alltoall: element i is
@@ -311,21 +245,33 @@ void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count
     for (uint64_t done = 0; done < count;) {
       uint64_t i = first + done;
       if (block == 0) { // no element has a source: nothing can be right
-        std::fill(expected_.begin() + int64_t(done), expected_.end(), -1.0);
+        std::fill(residue_.begin() + int64_t(done), residue_.end(), -1);
         break;
       }
       uint64_t src = i / block, j = i % block;
       uint64_t len = std::min(count - done, block - j);
       uint64_t index = kind_ == CollectiveKind::AllGather ? j : uint64_t(rank) * block + j;
-      inputValues(expected_.data() + done, uint32_t(src), index, len, n, type_);
+      gen(done, uint32_t(src), index, len);
       done += len;
     }
     break;
   }
   case CollectiveKind::Other: break;
   }
-  expectedBytes_.resize(count * dataTypeBytes(type_));
-  storeValues(expectedBytes_.data(), expected_.data(), count, type_);
+  const uint64_t es = dataTypeBytes(type_);
+  expectedBytes_.resize(count * es);
+  auto gather = [&](auto tag) {
+    using T = decltype(tag);
+    const T *table = reinterpret_cast<const T *>(valueBytes_.data());
+    T *d = reinterpret_cast<T *>(expectedBytes_.data());
+    for (uint64_t i = 0; i < count; ++i)
+      d[i] = res[i] < 0 ? T(0) : table[res[i]];
+  };
+  switch (es) {
+  case 1: gather(uint8_t()); break;
+  case 2: gather(uint16_t()); break;
+  default: gather(uint32_t()); break;
+  }
 }
 
 void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes) {
@@ -346,7 +292,7 @@ void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint6
     return;
   const bool isFloat16 = type_ == DataType::Float16 || type_ == DataType::BFloat16;
   for (uint64_t i = 0; i < count; ++i) {
-    double exp = expected_[i];
+    double exp = residue_[i] < 0 ? -1.0 : valueOf_[size_t(residue_[i])];
     double g = loadElement(got, i, type_);
     bool ok = isFloat16 ? std::fabs(g - exp) <= 1e-2 * std::fabs(exp) : g == exp;
     if (ok)

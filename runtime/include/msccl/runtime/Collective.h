@@ -103,10 +103,13 @@ private:
   plan::DataType type_;
   plan::ReduceOp op_;
   VerifyResult result_;
-  std::vector<double> expected_;
-  std::vector<double> reduceByResidue_; // allreduce/reducescatter: the reduction per input residue
+  int32_t m_ = 1;                        // inputs are 1 + (a residue modulo m_)
+  std::vector<int32_t> step_ = std::vector<int32_t>(128); // 131 k mod m_
+  std::vector<double> valueOf_;          // end-state value per residue (a reduction, or x + 1)
+  std::vector<uint8_t> valueBytes_;      // the same as elements of the type
+  std::vector<int32_t> residue_;         // per element of the block held; -1: no source
   std::vector<uint8_t> expectedBytes_;
-  // The block held in expected_/expectedBytes_ (rank is ignored for rank-independent kinds).
+  // The block held in residue_/expectedBytes_ (rank is ignored for rank-independent kinds).
   bool haveBlock_ = false;
   uint32_t blockRank_ = 0;
   uint64_t blockFirst_ = 0, blockCount_ = 0;
