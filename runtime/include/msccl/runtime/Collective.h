@@ -72,10 +72,11 @@ struct VerifyResult {
 
 /// Compares outputs with the end state of a collective a block at a time, so that a caller
 /// needs only one block of each output on the host (memory O(block), not O(ranks x S_out)).
-/// Expected values are generated per block (a reduction over the ranks' inputs once per block,
-/// shared by the ranks whose end state is the same: allreduce, allgather), converted to the
-/// element type and compared with memcmp; only a block that differs is compared element by
-/// element (exact, or within the relative tolerance for float16/bfloat16). The result is the
+/// Inputs are 1 + (a residue modulo m), and the reduction over the ranks of an element is a
+/// function of rank 0's residue, so the end state of a block is one vectorised residue pass
+/// gathered through a per-residue table of elements (built once), shared by the ranks whose end
+/// state is the same (allreduce, allgather); it is compared with memcmp, and only a block that
+/// differs element by element (exact, or within the relative tolerance for float16/bfloat16). The result is the
 /// same as comparing all outputs at once: `wrong` counts all wrong elements, `first*` is the
 /// wrong element with the smallest (rank, index), whatever order the blocks come in.
 class OutputChecker {
