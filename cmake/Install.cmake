@@ -16,7 +16,7 @@ set(_msccl_exported
   msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
   msccl_elab:elab msccl_driver:compiler
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
-  msccl_llvm:llvm msccl_warnings:warnings)
+  msccl_llvm:llvm msccl_warnings:warnings msccl_version:version)
 if(TARGET msccl_cuda)
   list(APPEND _msccl_exported msccl_cuda:cuda)
 endif()
@@ -44,6 +44,7 @@ foreach(tool IN LISTS _msccl_tools)
 endforeach()
 
 install(DIRECTORY runtime/include/ compiler/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/include/msccl/Version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msccl)
 install(DIRECTORY stdlib/ DESTINATION ${MSCCL_INSTALL_STDLIB})
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -2,6 +2,7 @@
 #include "Driver.h"
 #include "TestSupport.h"
 
+#include "msccl/Version.h"
 #include "msccl/runtime/Executor.h"
 
 #include <catch2/catch.hpp>
@@ -142,4 +143,196 @@ TEST_CASE("msccl-run --race-check fails racy plans and names both accesses", "[d
   Result ok = run({plan("ok_two_tbs_barrier.json"), "-b", "4K", "-e", "16K", "--race-check"});
   CHECK(ok.rc == 0);
   CHECK(run({plan("ok_two_tbs_barrier.json"), "--race-check", "--no-race-check"}).rc == 2);
+}
+
+namespace {
+/// A stream buffer that remembers how much had been written at each flush.
+struct FlushLog : std::stringbuf {
+  std::vector<size_t> flushedAt;
+  int sync() override {
+    flushedAt.push_back(str().size());
+    return std::stringbuf::sync();
+  }
+};
+
+std::vector<nlohmann::json> readJsonl(const std::string &path) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+std::string tempPath(const char *suffix) {
+  char tmpl[] = "/tmp/msccl-run-test-XXXXXX";
+  int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::remove(tmpl);
+  return std::string(tmpl) + suffix;
+}
+} // namespace
+
+TEST_CASE("msccl-run flushes every row as it prints it", "[driver]") {
+  const char *args[] = {"msccl-run", nullptr, "-b", "1K", "-e", "16K", "-f", "2", "-n", "1"};
+  std::string p = plan("ok_allreduce_rre_2.json");
+  args[1] = p.c_str();
+  FlushLog log;
+  std::ostream out(&log);
+  std::ostringstream err;
+  REQUIRE(msccl::run::runDriver(10, args, out, err) == 0);
+  // Each row ends where a flush happened, so a pipe sees it before the next size runs.
+  std::string text = log.str();
+  size_t rowsSeen = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos) + 1;
+    if (text[pos] != '#') {
+      ++rowsSeen;
+      CHECK(std::count(log.flushedAt.begin(), log.flushedAt.end(), end) >= 1);
+    }
+    pos = end;
+  }
+  CHECK(rowsSeen == 5);
+}
+
+TEST_CASE("msccl-run validates a plan once, before the sweep", "[driver]") {
+  Result r = run({plan("invalid_peer.json"), "-b", "1K", "-e", "16K", "-f", "2"});
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Catch::Contains("invalid plan"));
+  // One report, not one per size, and no table.
+  size_t first = r.err.find("invalid plan");
+  CHECK(r.err.find("invalid plan", first + 1) == std::string::npos);
+  CHECK(rows(r.out) == 0);
+}
+
+TEST_CASE("msccl-run prints progress on stderr only for long runs", "[driver]") {
+  Result quiet = run({plan("ok_allreduce_rre_2.json"), "-b", "1K", "-e", "4K", "-f", "2", "-n", "1"});
+  CHECK(quiet.rc == 0);
+  CHECK_THAT(quiet.err, !Catch::Contains("# msccl-run: size"));
+  // A threshold of 0 s makes every run "long".
+  Result loud = run({plan("ok_allreduce_rre_2.json"), "-b", "1K", "-e", "4K", "-f", "2", "-n", "1",
+                     "--progress-after", "0"});
+  CHECK(loud.rc == 0);
+  CHECK_THAT(loud.err, Catch::Contains("# msccl-run: size 1024 B (1 of 3)"));
+  CHECK_THAT(loud.err, Catch::Contains("# msccl-run: size 4096 B (3 of 3)"));
+  CHECK_THAT(loud.out, !Catch::Contains("msccl-run: size")); // never mixed into the table
+}
+
+TEST_CASE("msccl-run --version prints the project version", "[driver]") {
+  Result r = run({"--version"});
+  CHECK(r.rc == 0);
+  CHECK(r.out == std::string("msccl-run (msccl) ") + MSCCL_VERSION + "\n");
+  CHECK(std::string(MSCCL_VERSION).find('.') != std::string::npos);
+}
+
+TEST_CASE("msccl-run --jsonl rows have every field, also for skipped sizes", "[driver]") {
+  std::string path = tempPath(".jsonl");
+  Result r = run({plan("ok_allreduce_rre_2.json"), "-b", "16", "-e", "64", "-f", "2", "-n", "1", "--jsonl", path});
+  CHECK(r.rc == 0);
+  auto rows = readJsonl(path);
+  std::remove(path.c_str());
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["status"] == "skipped");
+  CHECK(rows[1]["status"] == "ok");
+  for (auto &j : rows) {
+    INFO(j.dump());
+    CHECK(j.size() == rows[1].size()); // the same keys
+    CHECK(j["plan"] == "ok_allreduce_rre_2.json");
+    CHECK(j["collective"] == "allreduce");
+    CHECK(j["nranks"] == 2);
+    CHECK(j["redop"] == "sum");
+    CHECK(j.contains("time_us"));
+    CHECK(j.contains("message"));
+  }
+  CHECK(rows[0]["time_us"].is_null());
+  CHECK(rows[0]["wrong"].is_null());
+  CHECK_THAT(rows[0]["message"].get<std::string>(), Catch::Contains("not a multiple"));
+}
+
+TEST_CASE("msccl-run shows a reduction op only for reducing collectives", "[driver]") {
+  Result ar = run({plan("ok_allreduce_rre_2.json"), "--size", "4K", "-n", "1"});
+  CHECK_THAT(ar.out, Catch::Contains("     sum  "));
+  Result ag = run({plan("ok_allgather_put_2.json"), "--size", "4K", "-n", "1"});
+  CHECK(ag.rc == 0);
+  CHECK_THAT(ag.out, Catch::Contains("    none  "));
+  CHECK_THAT(ag.out, !Catch::Contains(" sum "));
+}
+
+TEST_CASE("msccl-run -e alone sweeps up to it", "[driver]") {
+  Result r = run({plan("ok_allreduce_rre_2.json"), "-e", "64K", "-n", "1"});
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK(rows(r.out) == 3); // 4K, 16K, 64K
+  CHECK_THAT(r.out, Catch::Contains("       65536  "));
+  Result small = run({plan("ok_allreduce_rre_2.json"), "-e", "1K", "-n", "1"});
+  INFO(small.out << small.err);
+  CHECK(small.rc == 0);
+  CHECK(rows(small.out) == 1);
+  CHECK_THAT(small.out, Catch::Contains("        1024  "));
+}
+
+TEST_CASE("msccl-run accepts nccl-tests' -c 0|1", "[driver]") {
+  Result on = run({plan("ok_allreduce_rre_2.json"), "--size", "4K", "-n", "1", "-c", "1"});
+  CHECK(on.rc == 0);
+  CHECK_THAT(on.out, Catch::Contains("check on"));
+  Result off = run({plan("wrong_allreduce_no_reduce.json"), "--size", "4K", "-n", "1", "-c", "0"});
+  CHECK(off.rc == 0); // not verified, so not wrong
+  CHECK_THAT(off.out, Catch::Contains("check off"));
+  CHECK_THAT(off.out, Catch::Contains("N/A"));
+  CHECK(run({plan("ok_allreduce_rre_2.json"), "-c", "2"}).rc == 2);
+  CHECK(run({plan("ok_allreduce_rre_2.json"), "-c", "1", "--no-check"}).rc == 2);
+}
+
+TEST_CASE("msccl-run compiles .msccl and stdlib:NAME inputs in-process", "[driver]") {
+  Result lib = run({"stdlib:allreduce/ring", "-D", "ranks=4", "--size", "64K", "-n", "1"});
+  INFO(lib.out << lib.err);
+  CHECK(lib.rc == 0);
+  CHECK_THAT(lib.out, Catch::Contains("4 ranks"));
+  CHECK_THAT(lib.out, Catch::Contains("all results correct"));
+  CHECK(rows(lib.out) == 1);
+
+  std::string src = tempPath(".msccl");
+  {
+    std::ofstream f(src);
+    f << "param chunks = 1\n"
+         "program local(collective = AllReduce(1, chunks, false)) {\n"
+         "  let r = Rank(0)\n"
+         "  r.copy(r.get_output_buffer()[0 : chunks], r.get_input_buffer()[0 : chunks], tb = 0)\n"
+         "}\n";
+  }
+  Result file = run({src, "-Dchunks=3", "--size", "3K", "-n", "1"});
+  INFO(file.out << file.err);
+  CHECK(file.rc == 0);
+  CHECK_THAT(file.out, Catch::Contains("1 ranks"));
+  Result notDivisible = run({src, "--size", "3K", "-n", "1", "-Dchunks=5"});
+  CHECK(notDivisible.rc == 1); // the -D reached the compiler: 3 KiB is not a multiple of 5 chunks x 16
+  CHECK_THAT(notDivisible.out, Catch::Contains("not a multiple of max(input_chunks, output_chunks) (5)"));
+  std::remove(src.c_str());
+
+  Result typo = run({"stdlib:allreduce/rign", "-D", "ranks=4"});
+  CHECK(typo.rc == 1);
+  CHECK_THAT(typo.err, Catch::Contains("did you mean `allreduce/ring`?"));
+  Result bad = run({"stdlib:allreduce/ring", "-D", "ranks=1"});
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.err, Catch::Contains("needs at least 2 ranks"));
+  CHECK(run({plan("ok_allreduce_rre_2.json"), "-D", "ranks=4"}).rc == 2); // -D needs a program
+}
+
+TEST_CASE("msccl-run runs share no options", "[driver]") {
+  Result a = run({plan("ok_allreduce_rre_2.json"), "--size", "4K", "-n", "1", "-d", "int32", "-o", "sum",
+                  "--progress-after", "0"});
+  CHECK(a.rc == 0);
+  CHECK_THAT(a.out, Catch::Contains("data type int32"));
+  Result b = run({plan("ok_allreduce_rre_2.json"), "--size", "4K", "-n", "1"});
+  CHECK(b.rc == 0);
+  CHECK_THAT(b.out, Catch::Contains("data type float32"));
+  CHECK_THAT(b.err, !Catch::Contains("# msccl-run: size"));
+  // The options struct runs without a command line.
+  msccl::run::Options o;
+  o.input = plan("ok_allreduce_rre_2.json");
+  o.size = 4096;
+  o.iterations = 1;
+  std::ostringstream out, err;
+  CHECK(msccl::run::runDriver(o, out, err) == 0);
+  CHECK_THAT(out.str(), Catch::Contains("all results correct"));
 }

@@ -1,11 +1,14 @@
 //===- Driver.cpp - msccl-run: run and verify execution plans ----------------------------===//
 //
-// Command line (llvm::cl) -> plan selection per size -> backend execute (timed, then a checked
-// run on fresh inputs) -> nccl-tests style table / JSON lines. See Driver.h.
+// Command line (llvm::cl, into Options) -> plans (read, or compiled in-process, validated once)
+// -> sizes -> backend -> per size: pick a plan, execute (timed, then a checked run on fresh
+// inputs), print the row (flushed) and its JSON line. See Driver.h.
 //
 //===------------------------------------------------------------------------------------===//
 #include "Driver.h"
 
+#include "msccl/Version.h"
+#include "msccl/driver/Driver.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/CpuExecutor.h"
@@ -13,17 +16,23 @@
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Verify.h"
 
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_os_ostream.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <mutex>
+#include <sstream>
+#include <thread>
 
 namespace msccl::run {
 namespace {
@@ -32,34 +41,72 @@ using namespace msccl::runtime;
 namespace cl = llvm::cl;
 
 cl::OptionCategory Cat("msccl-run options");
-cl::opt<std::string> PlanPath(cl::Positional, cl::desc("[PLAN.json]"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> Backend("backend", cl::desc("Executor backend: cpu, or when built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU)"), cl::init("cpu"), cl::cat(Cat));
-cl::opt<std::string> MinBytes("b", cl::desc("Smallest message size (bytes; K/M/G suffixes)"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> MaxBytes("e", cl::desc("Largest message size (bytes; K/M/G suffixes)"), cl::init(""), cl::cat(Cat));
-cl::opt<unsigned> Factor("f", cl::desc("Size multiplication factor of the sweep"), cl::init(4), cl::cat(Cat));
-cl::opt<std::string> SizeOpt("size", cl::desc("Run a single message size (bytes; K/M/G suffixes)"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> DataTypeOpt("d", cl::desc("Data type: float16, bfloat16, float32, int32, uint32, uint8"),
-                                 cl::init("float32"), cl::cat(Cat));
-cl::opt<std::string> ReduceOpOpt("o", cl::desc("Reduction: sum, min or max (default: the plan's reduce_op, else sum)"),
-                                 cl::init(""), cl::cat(Cat));
-cl::opt<bool> InPlace("in-place", cl::desc("Alias input and output (default: the plan's `inplace`)"), cl::cat(Cat));
-cl::opt<bool> OutOfPlace("out-of-place", cl::desc("Separate input and output buffers"), cl::cat(Cat));
-cl::opt<unsigned> Iters("n", cl::desc("Timed iterations (launches) per size"), cl::init(5), cl::cat(Cat));
-cl::opt<unsigned> Warmup("w", cl::desc("Warmup iterations per size"), cl::init(1), cl::cat(Cat));
-cl::opt<bool> Check("check", cl::desc("Verify every output element (default on)"), cl::init(true), cl::cat(Cat));
-cl::opt<bool> NoCheck("no-check", cl::desc("Do not verify results"), cl::cat(Cat));
-cl::opt<bool> RaceCheck("race-check",
-                        cl::desc("cpu backend: report data races a GPU could exhibit (missing nop, signal/wait, "
-                                 "barrier, flush) as errors"),
-                        cl::cat(Cat));
-cl::opt<bool> NoRaceCheck("no-race-check", cl::desc("cpu backend: do not check for data races"), cl::cat(Cat));
-cl::opt<std::string> Packet("packet", cl::desc("LL packet type: LL16 or LL8"), cl::init("LL16"), cl::cat(Cat));
-cl::opt<std::string> JsonlPath("jsonl", cl::desc("Append one JSON object per row to FILE"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> PlansDir("plans", cl::desc("Pick per size a plan from DIR (with --collective/--nranks)"),
-                              cl::init(""), cl::cat(Cat));
-cl::opt<std::string> CollectiveOpt("collective", cl::desc("With --plans: the collective to run"), cl::init("allreduce"),
-                                   cl::cat(Cat));
-cl::opt<unsigned> NRanks("nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat));
+
+/// msccl-run's llvm::cl options. They exist only while one command line is parsed: the
+/// constructor registers them with llvm::cl's parser and the destructor removes them, so no
+/// value survives into another call (and mscclc's options, which msccl-run uses in-process to
+/// compile .msccl inputs, never meet these). The category is static: llvm::cl keeps it.
+struct CommandLine {
+  cl::opt<std::string> input{cl::Positional, cl::desc("[PLAN.json | ALGO.msccl | stdlib:NAME]"), cl::init(""),
+                             cl::cat(Cat)};
+  cl::list<std::string> defines{"D", cl::Prefix, cl::desc("For a .msccl input: override a param, -D NAME=VALUE"),
+                                cl::value_desc("NAME=VALUE"), cl::cat(Cat)};
+  cl::list<std::string> includeDirs{"I", cl::Prefix, cl::desc("For a .msccl input: add an import search directory"),
+                                    cl::value_desc("dir"), cl::cat(Cat)};
+  cl::opt<std::string> backend{"backend",
+                               cl::desc("Executor backend: cpu, or when built cuda, cuda-virtual (all ranks on "
+                                        "GPU 0), cuda-gpus (one rank per GPU)"),
+                               cl::init("cpu"), cl::cat(Cat)};
+  cl::opt<std::string> minBytes{"b", cl::desc("Smallest message size (bytes; K/M/G suffixes)"), cl::init(""),
+                                cl::cat(Cat)};
+  cl::opt<std::string> maxBytes{"e", cl::desc("Largest message size (bytes; K/M/G suffixes)"), cl::init(""),
+                                cl::cat(Cat)};
+  cl::opt<unsigned> factor{"f", cl::desc("Size multiplication factor of the sweep"), cl::init(4), cl::cat(Cat)};
+  cl::opt<std::string> size{"size", cl::desc("Run a single message size (bytes; K/M/G suffixes)"), cl::init(""),
+                            cl::cat(Cat)};
+  cl::opt<std::string> dataType{"d", cl::desc("Data type: float16, bfloat16, float32, int32, uint32, uint8"),
+                                cl::init("float32"), cl::cat(Cat)};
+  cl::opt<std::string> reduceOp{"o", cl::desc("Reduction: sum, min or max (default: the plan's reduce_op, else sum)"),
+                                cl::init(""), cl::cat(Cat)};
+  cl::opt<bool> inPlace{"in-place", cl::desc("Alias input and output (default: the plan's `inplace`)"),
+                        cl::init(false), cl::cat(Cat)};
+  cl::opt<bool> outOfPlace{"out-of-place", cl::desc("Separate input and output buffers"), cl::init(false),
+                           cl::cat(Cat)};
+  cl::opt<unsigned> iters{"n", cl::desc("Timed iterations (launches) per size"), cl::init(5), cl::cat(Cat)};
+  cl::opt<unsigned> warmup{"w", cl::desc("Warmup iterations per size"), cl::init(1), cl::cat(Cat)};
+  cl::opt<bool> check{"check", cl::desc("Verify every output element (default on)"), cl::init(true), cl::cat(Cat)};
+  cl::opt<bool> noCheck{"no-check", cl::desc("Do not verify results"), cl::init(false), cl::cat(Cat)};
+  cl::opt<int> checkNum{"c", cl::desc("nccl-tests style: 1 verifies the results, 0 does not"), cl::init(-1),
+                        cl::value_desc("0|1"), cl::cat(Cat)};
+  cl::opt<bool> raceCheck{"race-check",
+                          cl::desc("cpu backend: report data races a GPU could exhibit (missing nop, signal/wait, "
+                                   "barrier, flush) as errors"),
+                          cl::init(false), cl::cat(Cat)};
+  cl::opt<bool> noRaceCheck{"no-race-check", cl::desc("cpu backend: do not check for data races"), cl::init(false),
+                            cl::cat(Cat)};
+  cl::opt<std::string> packet{"packet", cl::desc("LL packet type: LL16 or LL8"), cl::init("LL16"), cl::cat(Cat)};
+  cl::opt<std::string> jsonl{"jsonl", cl::desc("Append one JSON object per row to FILE"), cl::init(""),
+                             cl::cat(Cat)};
+  cl::opt<std::string> plans{"plans", cl::desc("Pick per size a plan from DIR (with --collective/--nranks)"),
+                             cl::init(""), cl::cat(Cat)};
+  cl::opt<std::string> collective{"collective", cl::desc("With --plans: the collective to run"),
+                                  cl::init("allreduce"), cl::cat(Cat)};
+  cl::opt<unsigned> nranks{"nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat)};
+  cl::opt<double> progressAfter{"progress-after",
+                                cl::desc("Print progress on stderr once the run takes longer than SECONDS "
+                                         "(default 3; negative: never)"),
+                                cl::init(3.0), cl::value_desc("SECONDS"), cl::cat(Cat)};
+
+  CommandLine() = default;
+  CommandLine(const CommandLine &) = delete;
+  CommandLine &operator=(const CommandLine &) = delete;
+  ~CommandLine() {
+    // std::addressof: cl::list's operator& yields its vector.
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter)};
+    for (cl::Option *o : all)
+      o->removeArgument();
+  }
+};
 
 std::optional<uint64_t> parseBytes(const std::string &s) {
   if (s.empty())
@@ -81,48 +128,494 @@ std::optional<uint64_t> parseBytes(const std::string &s) {
   return v * mul;
 }
 
+/// Copies the parsed command line into `o`, checking values and combinations. Returns "" or
+/// the usage error.
+std::string toOptions(const CommandLine &c, Options &o) {
+  o = Options();
+  o.input = c.input;
+  o.defines.assign(c.defines.begin(), c.defines.end());
+  o.includeDirs.assign(c.includeDirs.begin(), c.includeDirs.end());
+  o.backend = c.backend;
+  if (c.inPlace && c.outOfPlace)
+    return "--in-place and --out-of-place are exclusive";
+  if (c.inPlace || c.outOfPlace)
+    o.inPlace = bool(c.inPlace);
+  if (!o.input.empty() && !c.plans.empty())
+    return "give either a PLAN.json or --plans DIR, not both";
+  if (o.input.empty() && c.plans.empty())
+    return "no plan: give PLAN.json, ALGO.msccl, stdlib:NAME or --plans DIR";
+  o.plansDir = c.plans;
+  o.collective = c.collective;
+  o.nranks = c.nranks;
+  std::optional<DataType> dt = parseDataType(c.dataType);
+  if (!dt)
+    return "unknown data type '" + c.dataType + "' (float16, bfloat16, float32, int32, uint32, uint8)";
+  o.dataType = *dt;
+  if (!c.reduceOp.empty()) {
+    o.reduceOp = parseReduceOp(c.reduceOp);
+    if (!o.reduceOp)
+      return "unknown reduce op '" + c.reduceOp + "' (sum, min, max)";
+  }
+  if (c.packet == "LL16")
+    o.packet = PacketType::LL16;
+  else if (c.packet == "LL8")
+    o.packet = PacketType::LL8;
+  else
+    return "unknown packet type '" + c.packet + "' (LL16, LL8)";
+  if (c.checkNum.getNumOccurrences() && c.checkNum != 0 && c.checkNum != 1)
+    return "-c takes 0 or 1, not " + std::to_string(c.checkNum);
+  o.check = c.check && !c.noCheck;
+  if (c.checkNum.getNumOccurrences()) {
+    if ((c.checkNum == 1 && c.noCheck) || (c.checkNum == 0 && c.check.getNumOccurrences() && c.check))
+      return "-c " + std::to_string(c.checkNum) + " contradicts --" + (c.noCheck ? "no-check" : "check");
+    o.check = c.checkNum == 1;
+  }
+  o.iterations = c.iters;
+  o.warmup = c.warmup;
+  if (o.iterations == 0 && !o.check)
+    return "-n 0 without checking would run nothing";
+  if (c.raceCheck && c.noRaceCheck)
+    return "--race-check and --no-race-check contradict each other";
+  o.raceCheck = c.raceCheck && !c.noRaceCheck;
+  if (o.raceCheck && o.backend != "cpu")
+    return "--race-check needs the cpu backend";
+  o.factor = c.factor;
+  struct SizeFlag {
+    const cl::opt<std::string> &flag;
+    std::optional<uint64_t> &value;
+    const char *name;
+  };
+  for (SizeFlag f : {SizeFlag{c.minBytes, o.minBytes, "-b"}, SizeFlag{c.maxBytes, o.maxBytes, "-e"},
+                     SizeFlag{c.size, o.size, "--size"}})
+    if (!f.flag.empty()) {
+      f.value = parseBytes(f.flag);
+      if (!f.value)
+        return std::string("bad ") + f.name + " '" + f.flag + "' (bytes, with an optional K, M or G suffix)";
+    }
+  if (o.factor < 2 && !o.size)
+    return "-f must be at least 2";
+  if ((o.minBytes && *o.minBytes == 0) || (o.minBytes && o.maxBytes && *o.minBytes > *o.maxBytes))
+    return "need 0 < -b <= -e";
+  if (o.maxBytes && *o.maxBytes == 0)
+    return "-e must be positive";
+  o.jsonlPath = c.jsonl;
+  o.progressAfterSeconds = c.progressAfter;
+  return "";
+}
+
 struct LoadedPlan {
   std::string file;
   Plan plan;
 };
 
 std::string planLabel(const LoadedPlan &p) {
-  std::string base = std::filesystem::path(p.file).filename().string();
-  return base;
+  if (llvm::StringRef(p.file).startswith("stdlib:"))
+    return p.file;
+  return std::filesystem::path(p.file).filename().string();
+}
+
+bool isMscclInput(const std::string &input) {
+  llvm::StringRef s(input);
+  return s.startswith("stdlib:") || s.endswith(".msccl");
+}
+
+/// One problem line per plan diagnostic (at most 20, then a count).
+std::string describeProblems(const std::vector<PlanDiagnostic> &problems) {
+  std::string s;
+  for (size_t i = 0; i < problems.size() && i < 20; ++i)
+    s += "\n  " + problems[i].str();
+  if (problems.size() > 20)
+    s += "\n  (and " + std::to_string(problems.size() - 20) + " more)";
+  return s;
+}
+
+/// The single input: read (JSON) or compiled in-process (.msccl, stdlib:NAME), then validated.
+/// Returns the exit status on failure (reported on `err`).
+std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &plans, std::ostream &err) {
+  const bool msccl = isMscclInput(o.input);
+  if (!msccl && (!o.defines.empty() || !o.includeDirs.empty())) {
+    err << "msccl-run: error: -D and -I apply to .msccl and stdlib:NAME inputs, not to " << o.input << "\n";
+    return 2;
+  }
+  LoadedPlan lp{o.input, Plan()};
+  if (msccl) {
+    driver::MscclcOptions mo;
+    mo.input = o.input;
+    mo.defines = o.defines;
+    mo.includeDirs = o.includeDirs;
+    std::istringstream noStdin;
+    llvm::raw_os_ostream errs(err);
+    std::optional<Plan> compiled = driver::compilePlan(mo, noStdin, errs);
+    errs.flush();
+    if (!compiled) {
+      err << "msccl-run: error: cannot compile " << o.input << "\n";
+      return 1;
+    }
+    lp.plan = std::move(*compiled);
+  } else {
+    try {
+      lp.plan = readPlanFile(o.input);
+    } catch (const PlanError &e) {
+      err << "msccl-run: error: " << o.input << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
+  ValidateOptions vo;
+  vo.allowGlre = true; // both executors run glre
+  std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
+  if (!problems.empty()) {
+    err << "msccl-run: error: " << o.input << ": invalid plan (" << problems.size() << " problem"
+        << (problems.size() > 1 ? "s" : "") << "):" << describeProblems(problems) << "\n";
+    return 1;
+  }
+  plans.push_back(std::move(lp));
+  return std::nullopt;
+}
+
+/// Every valid plan of --plans DIR with the collective and rank count asked for.
+std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &plans, std::ostream &err) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(o.plansDir, ec))
+    if (e.path().extension() == ".json")
+      files.push_back(e.path().string());
+  if (ec) {
+    err << "msccl-run: error: cannot read --plans directory '" << o.plansDir << "': " << ec.message() << "\n";
+    return 2;
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string &f : files) {
+    try {
+      LoadedPlan lp{f, readPlanFile(f)};
+      if (lp.plan.collective != o.collective || (o.nranks != 0 && lp.plan.gpus.size() != o.nranks))
+        continue;
+      ValidateOptions vo;
+      vo.allowGlre = true;
+      std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
+      if (!problems.empty()) {
+        err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()
+            << (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string())
+            << "\n";
+        continue;
+      }
+      plans.push_back(std::move(lp));
+    } catch (const PlanError &e) {
+      err << "msccl-run: warning: skipping " << f << ": " << e.what() << "\n";
+    }
+  }
+  if (plans.empty()) {
+    err << "msccl-run: error: no plan in " << o.plansDir << " has collective \"" << o.collective << "\""
+        << (o.nranks ? " and " + std::to_string(o.nranks) + " ranks" : std::string()) << "\n";
+    return 1;
+  }
+  return std::nullopt;
+}
+
+/// The sweep: --size; else -b..-e by -f (defaults 4 KiB..1 MiB, raised to a single plan's
+/// min_message_size). Sizes the user did not give (-b absent) are moved up to the nearest size
+/// a single plan can run (a plan with 3 chunks cannot run 4 KiB but can run 4128 B), without
+/// passing -e when -e is given.
+std::vector<uint64_t> sweepSizes(const Options &o, const std::vector<LoadedPlan> &plans) {
+  if (o.size)
+    return {*o.size};
+  uint64_t b = 4096, e = 1 << 20;
+  if (plans.size() == 1 && plans[0].plan.minMessageSize > b) {
+    b = plans[0].plan.minMessageSize;
+    e = std::max(e, b * 4);
+  }
+  if (o.minBytes) {
+    b = *o.minBytes;
+    if (!o.maxBytes)
+      e = std::max(e, b);
+  }
+  if (o.maxBytes) {
+    e = *o.maxBytes;
+    if (!o.minBytes)
+      b = std::min(b, e); // -e alone: the default start, or -e itself when smaller
+  }
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = b; s <= e; s *= o.factor) {
+    sizes.push_back(s);
+    if (s > e / o.factor)
+      break;
+  }
+  if (o.minBytes || plans.size() != 1)
+    return sizes;
+  const Plan &plan = plans[0].plan;
+  const uint64_t step = std::max<uint64_t>(plan.bufferAlignment, 1);
+  const uint64_t limit = o.maxBytes ? *o.maxBytes : UINT64_MAX;
+  std::vector<uint64_t> fitted;
+  for (uint64_t s : sizes) {
+    uint64_t pick = s; // none fits: keep s, its row says why
+    for (uint64_t t = (s + step - 1) / step * step; t < 2 * s + step && t <= limit; t += step)
+      if (messageSizesFor(plan, t, nullptr)) {
+        pick = t;
+        break;
+      }
+    if (fitted.empty() || fitted.back() != pick)
+      fitted.push_back(pick);
+  }
+  return fitted;
+}
+
+std::unique_ptr<Executor> makeBackend(const Options &o, std::ostream &err) {
+  registerCpuExecutor();
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+  registerCudaExecutor();
+#endif
+  try {
+    if (o.backend == "cpu") {
+      CpuExecutorOptions co;
+      co.raceCheck = o.raceCheck;
+      return makeCpuExecutor(co);
+    }
+    return createExecutor(o.backend);
+  } catch (const ExecutionError &e) {
+    err << "msccl-run: error: " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
+/// Whether the collective's result depends on a reduction op (the redop column applies).
+bool reduces(CollectiveKind kind) {
+  return kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Other;
 }
 
 struct Row {
   uint64_t size = 0, count = 0;
   std::string status; // ok, wrong, skipped, error
   std::string message;
+  bool ran = false;   // times and algbw/busbw are measured
   double timeUs = 0, algbw = 0, busbw = 0;
   int64_t wrong = -1; // -1: not verified
-  std::string plan;
-  std::string redop;
+  std::string plan;   // "" when no plan could take the size (--plans)
+  std::string redop;  // "" for collectives that do not reduce
   bool inplace = false;
-  uint32_t nranks = 0;
+  uint32_t nranks = 0; // 0: unknown (--plans without --nranks, no plan chosen)
   std::string collective;
 };
+
+void printHeader(std::ostream &out, const Options &o, const Executor &ex, const std::vector<LoadedPlan> &plans) {
+  out << "# msccl-run: backend " << ex.name() << " (" << ex.description() << ")\n";
+  if (plans.size() == 1)
+    out << "# plan " << plans[0].file << ": collective " << plans[0].plan.collective << ", "
+        << plans[0].plan.gpus.size() << " ranks, protocol " << plans[0].plan.protocol << "\n";
+  else
+    out << "# plans from " << o.plansDir << ": " << plans.size() << " with collective " << o.collective << "\n";
+  out << "# data type " << dataTypeName(o.dataType) << ", packet " << packetTypeName(o.packet) << ", "
+      << o.iterations << " iteration(s) + " << o.warmup << " warmup, check " << (o.check ? "on" : "off")
+      << (o.dataType == DataType::Float16 || o.dataType == DataType::BFloat16 ? " (relative tolerance 1e-2)"
+                                                                             : " (exact)")
+      << "\n";
+  out << "#\n#        size         count      type   redop    time(us)  algbw    busbw   #wrong  plan\n"
+      << "#         (B)    (elements)                                (GB/s)   (GB/s)\n"
+      << std::flush;
+}
 
 void printRow(std::ostream &out, const Row &r, DataType dt) {
   char buf[512];
   if (r.status == "skipped") {
     std::snprintf(buf, sizeof buf, "%12llu  skipped: %s\n", (unsigned long long)r.size, r.message.c_str());
-    out << buf;
-    return;
+  } else {
+    std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+    if (r.status == "error")
+      wrong = "error";
+    std::snprintf(buf, sizeof buf, "%12llu  %12llu  %8s  %6s  %10.2f  %7.3f  %7.3f  %7s  %s\n",
+                  (unsigned long long)r.size, (unsigned long long)r.count, std::string(dataTypeName(dt)).c_str(),
+                  r.redop.empty() ? "none" : r.redop.c_str(), r.timeUs, r.algbw, r.busbw, wrong.c_str(),
+                  r.plan.c_str());
   }
-  std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
-  if (r.status == "error")
-    wrong = "error";
-  std::snprintf(buf, sizeof buf, "%12llu  %12llu  %8s  %6s  %10.2f  %7.3f  %7.3f  %7s  %s\n",
-                (unsigned long long)r.size, (unsigned long long)r.count, std::string(dataTypeName(dt)).c_str(),
-                r.redop.c_str(), r.timeUs, r.algbw, r.busbw, wrong.c_str(), r.plan.c_str());
-  out << buf;
+  out << buf << std::flush; // a row is visible as soon as it is measured, also through a pipe
 }
+
+/// One JSON object per row, with the same keys for every status (null where unknown).
+std::string jsonLine(const Row &r, const Options &o, const Executor &ex) {
+  auto orNull = [](const std::string &s) { return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s); };
+  nlohmann::ordered_json j;
+  j["plan"] = orNull(r.plan);
+  j["backend"] = std::string(ex.name());
+  j["collective"] = orNull(r.collective);
+  j["nranks"] = r.nranks ? nlohmann::ordered_json(r.nranks) : nlohmann::ordered_json();
+  j["size"] = r.size;
+  j["count"] = r.count;
+  j["type"] = std::string(dataTypeName(o.dataType));
+  j["redop"] = orNull(r.redop);
+  j["inplace"] = r.inplace;
+  j["time_us"] = r.ran ? nlohmann::ordered_json(r.timeUs) : nlohmann::ordered_json();
+  j["algbw_GBps"] = r.ran ? nlohmann::ordered_json(r.algbw) : nlohmann::ordered_json();
+  j["busbw_GBps"] = r.ran ? nlohmann::ordered_json(r.busbw) : nlohmann::ordered_json();
+  j["wrong"] = r.wrong >= 0 ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json();
+  j["status"] = r.status;
+  j["message"] = r.message;
+  return j.dump();
+}
+
+/// Runs one size on `chosen` and fills the row's measurements and status.
+void runSize(Executor &ex, const LoadedPlan &chosen, const Options &o, Row &row) {
+  const Plan &plan = chosen.plan;
+  RunOptions ro;
+  ro.size = row.size;
+  ro.dataType = o.dataType;
+  ro.reduceOp = o.reduceOp;
+  ro.inPlace = o.inPlace;
+  ro.packetType = o.packet;
+  ro.iterations = o.iterations;
+  ro.warmup = o.warmup;
+  ro.check = o.check;
+  ro.planValidated = true; // loadSinglePlan / loadPlanFolder validated it once
+  try {
+    RunReport rep = runCollective(ex, plan, ro);
+    if (!row.redop.empty())
+      row.redop = std::string(reduceOpName(rep.reduceOp));
+    row.ran = true;
+    row.timeUs = rep.secondsPerLaunch * 1e6;
+    row.algbw = rep.algbw;
+    row.busbw = rep.busbw;
+    row.status = "ok";
+    if (rep.verify.checked) {
+      row.wrong = int64_t(rep.verify.wrong);
+      if (rep.verify.wrong) {
+        row.status = "wrong";
+        row.message = rep.verify.describe();
+      }
+    }
+  } catch (const ExecutionError &e) {
+    if (e.kind() == ErrorKind::Unsupported && o.reduceOp) {
+      row.status = "skipped";
+      row.message = e.what();
+    } else {
+      row.status = "error";
+      row.message = std::string(errorKindName(e.kind())) + ": " + e.what();
+    }
+  } catch (const std::exception &e) {
+    row.status = "error";
+    row.message = std::string("error: ") + e.what();
+  }
+}
+
+/// Makes the row of one size: picks the first plan that can take it, or says why none can.
+Row measureSize(Executor &ex, uint64_t size, const Options &o, const std::vector<LoadedPlan> &plans) {
+  Row row;
+  row.size = size;
+  row.count = size / dataTypeBytes(o.dataType);
+  // What is known before a plan is chosen (a single plan, or --plans' filters).
+  row.collective = plans.size() == 1 ? plans[0].plan.collective : o.collective;
+  row.nranks = plans.size() == 1 ? uint32_t(plans[0].plan.gpus.size()) : o.nranks;
+  if (plans.size() == 1)
+    row.plan = planLabel(plans[0]);
+  const Plan *ref = plans.size() == 1 ? &plans[0].plan : nullptr;
+  auto setRedop = [&](const Plan *p) {
+    row.redop.clear();
+    if (reduces(collectiveKind(row.collective)))
+      row.redop = std::string(
+          reduceOpName(o.reduceOp.value_or(p ? planReduceOp(*p).value_or(ReduceOp::Sum) : ReduceOp::Sum)));
+  };
+  setRedop(ref);
+  row.inplace = o.inPlace.value_or(ref ? ref->inplace : false);
+  const LoadedPlan *chosen = nullptr;
+  std::string reasons;
+  for (const LoadedPlan &lp : plans) {
+    std::string why;
+    if (messageSizesFor(lp.plan, size, &why)) {
+      chosen = &lp;
+      break;
+    }
+    reasons += (reasons.empty() ? "" : "; ") + (plans.size() > 1 ? planLabel(lp) + ": " : std::string()) + why;
+  }
+  if (!chosen) {
+    row.status = "skipped";
+    row.message = reasons;
+    return row;
+  }
+  row.plan = planLabel(*chosen);
+  row.nranks = uint32_t(chosen->plan.gpus.size());
+  row.collective = chosen->plan.collective;
+  row.inplace = o.inPlace.value_or(chosen->plan.inplace);
+  setRedop(&chosen->plan);
+  runSize(ex, *chosen, o, row);
+  return row;
+}
+
+/// Progress on `err` for long runs: a line before a size once the run has taken `after`
+/// seconds or the size is predicted (from the last one, linearly in bytes) to take that long,
+/// and, while one size runs, a line every max(`after`, 1) seconds once `after` seconds have
+/// passed (from a ticker thread; the driver writes nothing else to `err` while a size runs).
+class Progress {
+public:
+  Progress(std::ostream &err, double after, size_t total) : err_(err), after_(after), total_(total), start_(now()) {}
+  ~Progress() { stopTicker(); }
+
+  void beforeSize(size_t index, uint64_t size) {
+    double elapsed = now() - start_;
+    double predicted = lastSize_ ? lastSeconds_ * double(size) / double(lastSize_) : 0;
+    if (after_ >= 0 && (elapsed >= after_ || predicted >= after_))
+      line("size " + std::to_string(size) + " B (" + std::to_string(index + 1) + " of " + std::to_string(total_) +
+           ")");
+    sizeStart_ = now();
+    lastSize_ = size;
+    if (after_ >= 0)
+      startTicker(index, size);
+  }
+  void afterSize() {
+    stopTicker();
+    lastSeconds_ = now() - sizeStart_;
+  }
+
+private:
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  void line(const std::string &what) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "# msccl-run: %s, %.1f s so far\n", what.c_str(), now() - start_);
+    err_ << buf << std::flush;
+  }
+  void startTicker(size_t index, uint64_t size) {
+    stop_ = false;
+    ticker_ = std::thread([this, index, size] {
+      const auto tick = std::chrono::duration<double>(std::max(after_, 1.0));
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!cv_.wait_for(lock, tick, [this] { return stop_; }))
+        if (now() - start_ >= after_)
+          line("size " + std::to_string(size) + " B (" + std::to_string(index + 1) + " of " +
+               std::to_string(total_) + ") still running");
+    });
+  }
+  void stopTicker() {
+    if (!ticker_.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    ticker_.join();
+  }
+  std::ostream &err_;
+  double after_;
+  size_t total_;
+  double start_, sizeStart_ = 0, lastSeconds_ = 0;
+  uint64_t lastSize_ = 0;
+  std::thread ticker_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
 
 } // namespace
 
-int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream &err) {
+int parseCommandLine(int argc, const char *const *argv, Options &options, std::ostream &out, std::ostream &err) {
+  // --version is ours (llvm::cl's prints LLVM's version and exits the process).
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a(argv[i]);
+    if (a == "--")
+      break;
+    if (a == "--version" || a == "-version") {
+      out << "msccl-run (msccl) " << MSCCL_VERSION << "\n";
+      return 0;
+    }
+  }
+  CommandLine c;
   cl::ResetAllOptionOccurrences();
   cl::HideUnrelatedOptions(Cat);
   {
@@ -133,285 +626,63 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
                                      &errs))
       return 2;
   }
-  auto usage = [&](const std::string &msg) {
-    err << "msccl-run: error: " << msg << "\n";
+  std::string problem = toOptions(c, options);
+  if (!problem.empty()) {
+    err << "msccl-run: error: " << problem << "\n";
     return 2;
-  };
-  if (InPlace && OutOfPlace)
-    return usage("--in-place and --out-of-place are exclusive");
-  if (!PlanPath.empty() && !PlansDir.empty())
-    return usage("give either a PLAN.json or --plans DIR, not both");
-  if (PlanPath.empty() && PlansDir.empty())
-    return usage("no plan: give PLAN.json or --plans DIR");
-  std::optional<DataType> dt = parseDataType(DataTypeOpt);
-  if (!dt)
-    return usage("unknown data type '" + DataTypeOpt + "' (float16, bfloat16, float32, int32, uint32, uint8)");
-  std::optional<ReduceOp> userOp;
-  if (!ReduceOpOpt.empty()) {
-    userOp = parseReduceOp(ReduceOpOpt);
-    if (!userOp)
-      return usage("unknown reduce op '" + ReduceOpOpt + "' (sum, min, max)");
   }
-  PacketType packet;
-  if (Packet == "LL16")
-    packet = PacketType::LL16;
-  else if (Packet == "LL8")
-    packet = PacketType::LL8;
-  else
-    return usage("unknown packet type '" + Packet + "' (LL16, LL8)");
-  if (Iters == 0 && (NoCheck || !Check))
-    return usage("-n 0 with --no-check would run nothing");
-  if (Factor < 2 && SizeOpt.empty())
-    return usage("-f must be at least 2");
+  return -1;
+}
 
-  // Plans.
+int runDriver(const Options &o, std::ostream &out, std::ostream &err) {
   std::vector<LoadedPlan> plans;
-  try {
-    if (!PlanPath.empty()) {
-      plans.push_back(LoadedPlan{PlanPath, readPlanFile(PlanPath)});
-    } else {
-      std::vector<std::string> files;
-      std::error_code ec;
-      for (const auto &e : std::filesystem::directory_iterator(std::string(PlansDir), ec))
-        if (e.path().extension() == ".json")
-          files.push_back(e.path().string());
-      if (ec)
-        return usage("cannot read --plans directory '" + PlansDir + "': " + ec.message());
-      std::sort(files.begin(), files.end());
-      for (const std::string &f : files) {
-        try {
-          LoadedPlan lp{f, readPlanFile(f)};
-          if (lp.plan.collective != CollectiveOpt || (NRanks != 0 && lp.plan.gpus.size() != NRanks))
-            continue;
-          ValidateOptions vo;
-          vo.allowGlre = Backend == "cpu";
-          std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
-          if (!problems.empty()) {
-            err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()
-                << (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string())
-                << "\n";
-            continue;
-          }
-          plans.push_back(std::move(lp));
-        } catch (const PlanError &e) {
-          err << "msccl-run: warning: skipping " << f << ": " << e.what() << "\n";
-        }
-      }
-      if (plans.empty()) {
-        err << "msccl-run: error: no plan in " << PlansDir << " has collective \"" << CollectiveOpt << "\""
-            << (NRanks ? " and " + std::to_string(NRanks) + " ranks" : std::string()) << "\n";
-        return 1;
-      }
-    }
-  } catch (const PlanError &e) {
-    err << "msccl-run: error: " << PlanPath << ": " << e.what() << "\n";
+  if (std::optional<int> rc = o.plansDir.empty() ? loadSinglePlan(o, plans, err) : loadPlanFolder(o, plans, err))
+    return *rc;
+  const std::vector<uint64_t> sizes = sweepSizes(o, plans);
+  std::unique_ptr<Executor> ex = makeBackend(o, err);
+  if (!ex)
     return 1;
-  }
-
-  // Sizes.
-  std::vector<uint64_t> sizes;
-  if (!SizeOpt.empty()) {
-    auto s = parseBytes(SizeOpt);
-    if (!s)
-      return usage("bad --size '" + SizeOpt + "'");
-    sizes.push_back(*s);
-  } else {
-    uint64_t b = 4096, e = 1 << 20;
-    if (plans.size() == 1 && plans[0].plan.minMessageSize > b) {
-      b = plans[0].plan.minMessageSize;
-      e = std::max(e, b * 4);
-    }
-    if (!MinBytes.empty()) {
-      auto v = parseBytes(MinBytes);
-      if (!v)
-        return usage("bad -b '" + MinBytes + "'");
-      b = *v;
-      if (MaxBytes.empty())
-        e = std::max(e, b);
-    }
-    if (!MaxBytes.empty()) {
-      auto v = parseBytes(MaxBytes);
-      if (!v)
-        return usage("bad -e '" + MaxBytes + "'");
-      e = *v;
-    }
-    if (b == 0 || b > e)
-      return usage("need 0 < -b <= -e");
-    for (uint64_t s = b; s <= e; s *= Factor) {
-      sizes.push_back(s);
-      if (s > e / Factor)
-        break;
-    }
-    // With no size flags at all, serve a newcomer: move each default size up to the nearest
-    // size the plan can run (e.g. a plan with 3 chunks cannot run 4 KiB but can run 4128 B).
-    bool defaultSweep = MinBytes.empty() && MaxBytes.empty() && plans.size() == 1;
-    if (defaultSweep) {
-      const Plan &plan = plans[0].plan;
-      std::vector<uint64_t> fitted;
-      for (uint64_t s : sizes) {
-        uint64_t step = std::max<uint64_t>(plan.bufferAlignment, 1);
-        uint64_t t = (s + step - 1) / step * step;
-        for (; t < 2 * s + step; t += step)
-          if (messageSizesFor(plan, t, nullptr))
-            break;
-        uint64_t pick = t < 2 * s + step ? t : s; // none fits: keep s, its row says why
-        if (fitted.empty() || fitted.back() != pick)
-          fitted.push_back(pick);
-      }
-      sizes = std::move(fitted);
-    }
-  }
-
-  // Backend.
-  registerCpuExecutor();
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-  registerCudaExecutor();
-#endif
-  std::unique_ptr<Executor> ex;
-  if (RaceCheck && NoRaceCheck)
-    return usage("--race-check and --no-race-check contradict each other");
-  const bool raceCheck = RaceCheck && !NoRaceCheck;
-  if (RaceCheck && Backend != "cpu")
-    return usage("--race-check needs the cpu backend");
-  try {
-    if (Backend == "cpu") {
-      CpuExecutorOptions co;
-      co.raceCheck = raceCheck;
-      ex = makeCpuExecutor(co);
-    } else {
-      ex = createExecutor(Backend);
-    }
-  } catch (const ExecutionError &e) {
-    err << "msccl-run: error: " << e.what() << "\n";
-    return 1;
-  }
-
   std::unique_ptr<std::ofstream> jsonl;
-  if (!JsonlPath.empty()) {
-    jsonl = std::make_unique<std::ofstream>(JsonlPath, std::ios::app);
+  if (!o.jsonlPath.empty()) {
+    jsonl = std::make_unique<std::ofstream>(o.jsonlPath, std::ios::app);
     if (!*jsonl) {
-      err << "msccl-run: error: cannot open --jsonl file '" << JsonlPath << "'\n";
+      err << "msccl-run: error: cannot open --jsonl file '" << o.jsonlPath << "'\n";
       return 1;
     }
   }
 
-  const bool check = Check && !NoCheck;
-  out << "# msccl-run: backend " << ex->name() << " (" << ex->description() << ")\n";
-  if (plans.size() == 1)
-    out << "# plan " << plans[0].file << ": collective " << plans[0].plan.collective << ", "
-        << plans[0].plan.gpus.size() << " ranks, protocol " << plans[0].plan.protocol << "\n";
-  else
-    out << "# plans from " << PlansDir << ": " << plans.size() << " with collective " << CollectiveOpt << "\n";
-  out << "# data type " << dataTypeName(*dt) << ", packet " << packetTypeName(packet) << ", " << Iters
-      << " iteration(s) + " << Warmup << " warmup, check " << (check ? "on" : "off")
-      << (*dt == DataType::Float16 || *dt == DataType::BFloat16 ? " (relative tolerance 1e-2)" : " (exact)") << "\n";
-  out << "#\n#        size         count      type   redop    time(us)  algbw    busbw   #wrong  plan\n"
-      << "#         (B)    (elements)                                (GB/s)   (GB/s)\n";
-
+  printHeader(out, o, *ex, plans);
   bool failed = false;
   unsigned ran = 0;
-  for (uint64_t size : sizes) {
-    Row row;
-    row.size = size;
-    row.count = size / dataTypeBytes(*dt);
-    const LoadedPlan *chosen = nullptr;
-    MessageSizes ms;
-    std::string reasons;
-    for (const LoadedPlan &lp : plans) {
-      std::string why;
-      auto m = messageSizesFor(lp.plan, size, &why);
-      if (m) {
-        chosen = &lp;
-        ms = *m;
-        break;
-      }
-      reasons += (reasons.empty() ? "" : "; ") + (plans.size() > 1 ? planLabel(lp) + ": " : std::string()) + why;
-    }
-    if (!chosen) {
-      row.status = "skipped";
-      row.message = reasons;
-    } else {
-      const Plan &plan = chosen->plan;
-      row.plan = planLabel(*chosen);
-      row.nranks = uint32_t(plan.gpus.size());
-      row.collective = plan.collective;
-      RunOptions ro;
-      ro.size = size;
-      ro.dataType = *dt;
-      ro.reduceOp = userOp;
-      if (InPlace || OutOfPlace)
-        ro.inPlace = bool(InPlace);
-      ro.packetType = packet;
-      ro.iterations = Iters;
-      ro.warmup = Warmup;
-      ro.check = check;
-      row.inplace = ro.inPlace.value_or(plan.inplace);
-      row.redop = std::string(reduceOpName(userOp.value_or(planReduceOp(plan).value_or(ReduceOp::Sum))));
-      try {
-        RunReport rep = runCollective(*ex, plan, ro);
-        row.redop = std::string(reduceOpName(rep.reduceOp));
-        row.timeUs = rep.secondsPerLaunch * 1e6;
-        row.algbw = rep.algbw;
-        row.busbw = rep.busbw;
-        row.status = "ok";
-        if (rep.verify.checked) {
-          row.wrong = int64_t(rep.verify.wrong);
-          if (rep.verify.wrong) {
-            row.status = "wrong";
-            row.message = rep.verify.describe();
-          }
-        }
-        ++ran;
-      } catch (const ExecutionError &e) {
-        if (e.kind() == ErrorKind::Unsupported && userOp) {
-          row.status = "skipped";
-          row.message = e.what();
-        } else {
-          row.status = "error";
-          row.message = std::string(errorKindName(e.kind())) + ": " + e.what();
-          ++ran;
-        }
-      } catch (const std::exception &e) {
-        row.status = "error";
-        row.message = std::string("error: ") + e.what();
-        ++ran;
-      }
-    }
-    printRow(out, row, *dt);
+  Progress progress(err, o.progressAfterSeconds, sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    progress.beforeSize(i, sizes[i]);
+    Row row = measureSize(*ex, sizes[i], o, plans);
+    progress.afterSize();
+    if (row.status != "skipped")
+      ++ran;
+    printRow(out, row, o.dataType);
     if (row.status == "wrong" || row.status == "error") {
       failed = true;
-      err << "msccl-run: size " << size << " (" << row.plan << "): " << row.message << "\n";
+      err << "msccl-run: size " << row.size << " (" << row.plan << "): " << row.message << "\n" << std::flush;
     }
-    if (jsonl) {
-      nlohmann::ordered_json j;
-      j["plan"] = row.plan;
-      j["backend"] = std::string(ex->name());
-      j["collective"] = row.collective;
-      j["nranks"] = row.nranks;
-      j["size"] = row.size;
-      j["count"] = row.count;
-      j["type"] = std::string(dataTypeName(*dt));
-      j["redop"] = row.redop;
-      j["inplace"] = row.inplace;
-      j["time_us"] = row.timeUs;
-      j["algbw_GBps"] = row.algbw;
-      j["busbw_GBps"] = row.busbw;
-      if (row.wrong >= 0)
-        j["wrong"] = row.wrong;
-      else
-        j["wrong"] = nullptr;
-      j["status"] = row.status;
-      if (!row.message.empty())
-        j["message"] = row.message;
-      *jsonl << j.dump() << "\n";
-    }
+    if (jsonl)
+      *jsonl << jsonLine(row, o, *ex) << "\n" << std::flush;
   }
   if (ran == 0 && !failed) {
     err << "msccl-run: error: no message size could run (see the skipped rows)\n";
     return 1;
   }
-  out << "# " << (failed ? "FAILED" : "all results correct") << "\n";
+  out << "# " << (failed ? "FAILED" : "all results correct") << "\n" << std::flush;
   return failed ? 1 : 0;
+}
+
+int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream &err) {
+  Options options;
+  int rc = parseCommandLine(argc, argv, options, out, err);
+  if (rc >= 0)
+    return rc;
+  return runDriver(options, out, err);
 }
 
 } // namespace msccl::run

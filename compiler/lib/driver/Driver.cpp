@@ -5,6 +5,8 @@
 // passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
 // A plain JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes
 // rank by rank on the elaborated IR (no copy); --print-after uses the whole-program path.
+// The command line is parsed into MscclcOptions at entry (CommandLine below: llvm::cl options
+// that are registered for one parse and removed after it); everything else reads the struct.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
@@ -19,6 +21,7 @@
 #include "msccl/ir/IR.h"
 #include "msccl/passes/Pipeline.h"
 #include "msccl/plan/PlanJson.h"
+#include "msccl/Version.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/CommandLine.h>
@@ -32,6 +35,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <iterator>
 #include <sstream>
@@ -43,45 +47,88 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { Ast, Ir, Json };
-
 cl::OptionCategory cat("mscclc options");
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.msccl | - | stdlib:NAME>"), cl::init(""), cl::cat(cat));
-cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"), cl::init(""), cl::cat(cat));
-cl::list<std::string> defines("D", cl::Prefix, cl::desc("Override a param: -D NAME=VALUE"), cl::value_desc("NAME=VALUE"), cl::cat(cat));
-cl::list<std::string> includeDirs("I", cl::Prefix, cl::desc("Add an import search directory"), cl::value_desc("dir"), cl::cat(cat));
-cl::opt<Emit> emit("emit", cl::desc("What to emit"), cl::init(Emit::Json),
-                   cl::values(clEnumValN(Emit::Ast, "ast", "the checked AST"),
-                              clEnumValN(Emit::Ir, "ir", "the DSL IR before passes"),
-                              clEnumValN(Emit::Json, "json", "the MSCCL++ JSON execution plan (default)")),
-                   cl::cat(cat));
-cl::list<std::string> printAfter("print-after", cl::desc("Print the IR to stderr after a pass (pairing, fusion, "
-                                                         "sync-insertion, dependency, replication, or all)"),
-                                 cl::value_desc("pass"), cl::CommaSeparated, cl::cat(cat));
-cl::opt<bool> noFusion("no-fusion", cl::desc("Skip instruction fusion"), cl::init(false), cl::cat(cat));
-cl::opt<bool> noAutoSync("no-auto-sync", cl::desc("Skip the data-dependency sync pass"), cl::init(false), cl::cat(cat));
-cl::opt<std::string> instances("instances", cl::desc("Override the program option `instances`"), cl::value_desc("N"), cl::init(""), cl::cat(cat));
-cl::opt<std::string> protocol("protocol", cl::desc("Override the program option `protocol` (Simple, LL)"), cl::value_desc("P"), cl::init(""), cl::cat(cat));
-cl::list<std::string> optionOverrides("option", cl::desc("Override a program option: --option NAME=VALUE"),
-                                      cl::value_desc("NAME=VALUE"), cl::cat(cat));
-cl::opt<bool> verify("verify-diagnostics", cl::desc("Check `// expected-error {{...}}` comments"), cl::init(false), cl::cat(cat));
-cl::opt<bool> listStdlib("list-stdlib", cl::desc("List the stdlib programs with their summaries"), cl::init(false), cl::cat(cat));
-cl::opt<int64_t> maxLoop("max-loop-iterations", cl::desc("Limit on loop iterations of one compilation"),
-                         cl::init(50'000'000), cl::cat(cat));
-cl::opt<unsigned> maxDepth("max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat));
-cl::opt<bool> compact("compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat));
+
+/// mscclc's llvm::cl options. They exist only while one command line is parsed: the
+/// constructor registers them with llvm::cl's parser and the destructor removes them, so no
+/// value survives into another call, and msccl-run's options (which share names such as -o)
+/// never meet these. (The category is static: llvm::cl keeps categories for good.)
+struct CommandLine {
+  cl::opt<std::string> inputFile{cl::Positional, cl::desc("<input.msccl | - | stdlib:NAME>"), cl::init(""), cl::cat(cat)};
+  cl::opt<std::string> outputFile{"o", cl::desc("Output file (default: stdout)"), cl::value_desc("file"), cl::init(""),
+                                  cl::cat(cat)};
+  cl::list<std::string> defines{"D", cl::Prefix, cl::desc("Override a param: -D NAME=VALUE"),
+                                cl::value_desc("NAME=VALUE"), cl::cat(cat)};
+  cl::list<std::string> includeDirs{"I", cl::Prefix, cl::desc("Add an import search directory"), cl::value_desc("dir"),
+                                    cl::cat(cat)};
+  cl::opt<Emit> emit{"emit", cl::desc("What to emit"), cl::init(Emit::Json),
+                     cl::values(clEnumValN(Emit::Ast, "ast", "the checked AST"),
+                                clEnumValN(Emit::Ir, "ir", "the DSL IR before passes"),
+                                clEnumValN(Emit::Json, "json", "the MSCCL++ JSON execution plan (default)")),
+                     cl::cat(cat)};
+  cl::list<std::string> printAfter{"print-after",
+                                   cl::desc("Print the IR to stderr after a pass (pairing, fusion, "
+                                            "sync-insertion, dependency, replication, or all)"),
+                                   cl::value_desc("pass"), cl::CommaSeparated, cl::cat(cat)};
+  cl::opt<bool> noFusion{"no-fusion", cl::desc("Skip instruction fusion"), cl::init(false), cl::cat(cat)};
+  cl::opt<bool> noAutoSync{"no-auto-sync", cl::desc("Skip the data-dependency sync pass"), cl::init(false),
+                           cl::cat(cat)};
+  cl::opt<std::string> instances{"instances", cl::desc("Override the program option `instances`"),
+                                 cl::value_desc("N"), cl::init(""), cl::cat(cat)};
+  cl::opt<std::string> protocol{"protocol", cl::desc("Override the program option `protocol` (Simple, LL)"),
+                                cl::value_desc("P"), cl::init(""), cl::cat(cat)};
+  cl::list<std::string> optionOverrides{"option", cl::desc("Override a program option: --option NAME=VALUE"),
+                                        cl::value_desc("NAME=VALUE"), cl::cat(cat)};
+  cl::opt<bool> verify{"verify-diagnostics", cl::desc("Check `// expected-error {{...}}` comments"), cl::init(false),
+                       cl::cat(cat)};
+  cl::opt<bool> listStdlib{"list-stdlib", cl::desc("List the stdlib programs with their summaries"), cl::init(false),
+                           cl::cat(cat)};
+  cl::opt<int64_t> maxLoop{"max-loop-iterations", cl::desc("Limit on loop iterations of one compilation"),
+                           cl::init(50'000'000), cl::cat(cat)};
+  cl::opt<unsigned> maxDepth{"max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat)};
+  cl::opt<bool> compact{"compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat)};
+
+  CommandLine() = default;
+  CommandLine(const CommandLine &) = delete;
+  CommandLine &operator=(const CommandLine &) = delete;
+  ~CommandLine() {
+    // std::addressof: cl::list's operator& yields its vector.
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(compact)};
+    for (cl::Option *o : all)
+      o->removeArgument();
+  }
+
+  void copyTo(MscclcOptions &o) const {
+    o.input = inputFile;
+    o.output = outputFile;
+    o.defines.assign(defines.begin(), defines.end());
+    o.includeDirs.assign(includeDirs.begin(), includeDirs.end());
+    o.emit = emit;
+    o.printAfter.assign(printAfter.begin(), printAfter.end());
+    o.noFusion = noFusion;
+    o.noAutoSync = noAutoSync;
+    o.instances = instances;
+    o.protocol = protocol;
+    o.optionOverrides.assign(optionOverrides.begin(), optionOverrides.end());
+    o.verifyDiagnostics = verify;
+    o.listStdlib = listStdlib;
+    o.compact = compact;
+    o.maxLoopIterations = maxLoop;
+    o.maxCallDepth = maxDepth;
+  }
+};
 
 /// The largest --max-call-depth accepted (each level may need a few KiB of C++ stack).
 constexpr unsigned kMaxCallDepthLimit = 100000;
 
+/// What the phases need, derived from MscclcOptions (checked by makeOptions).
 struct Options {
   elab::SearchPath path;
   elab::ElabOptions elab;
   std::vector<std::string> printAfter;
+  Emit emit = Emit::Json;
+  bool noFusion = false, noAutoSync = false;
 };
-
-// Every cl::opt has an explicit cl::init: ResetAllOptionOccurrences (called per run, so that
-// in-process runs do not see each other's options) only restores options that have one.
 
 /// What a compilation produces: text (AST/IR dumps), a plan (--print-after), or an elaborated
 /// program validated by backend::prepareStream, compiled and streamed out by writeOutput.
@@ -94,7 +141,8 @@ struct Output {
 
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
 /// this returns; only the program or the plan is kept. Returns false on error (reported).
-bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err) {
+bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err,
+                   bool wantPlan = false) {
   std::string &outText = output.text;
   ast::AstContext ctx;
   elab::Unit unit;
@@ -102,7 +150,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
     return false;
   if (!elab::checkUnit(unit, diag))
     return false;
-  if (emit == Emit::Ast) {
+  if (o.emit == Emit::Ast) {
     llvm::raw_string_ostream os(outText);
     for (ast::Module *m : unit.modules)
       frontend::dumpAst(ctx, *m, diag.sourceMgr(), os);
@@ -113,13 +161,13 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   elab::ElabResult r = elab::elaborate(unit, diag, eo);
   if (!r.program)
     return false;
-  if (emit == Emit::Ir) {
+  if (o.emit == Emit::Ir) {
     outText = ir::printIR(r.program->ir());
     return true;
   }
   passes::PipelineOptions po;
-  po.skipFusion = noFusion;
-  po.skipAutoSync = noAutoSync;
+  po.skipFusion = o.noFusion;
+  po.skipAutoSync = o.noAutoSync;
   if (!o.printAfter.empty())
     po.afterPass = [&](std::string_view pass, const ir::ProgramIR &irp) {
       for (auto &p : o.printAfter)
@@ -129,7 +177,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
         }
     };
   try {
-    if (o.printAfter.empty()) {
+    if (o.printAfter.empty() && !wantPlan) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
@@ -168,7 +216,7 @@ private:
 
 /// Writes the output; false (reported on `err`) if streaming the plan failed, which
 /// backend::prepareStream rules out for every error it knows of.
-bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
+bool writeOutput(Output &output, bool compact, std::ostream &os, llvm::raw_ostream &err) {
   try {
     if (output.program)
       backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2);
@@ -187,7 +235,7 @@ bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
 
 /// Runs `fn` on a thread whose stack fits --max-call-depth nested fn calls (the interpreter and
 /// the ANTLR parser recurse on the C++ stack): 16 MiB plus 4 KiB per allowed call level.
-void onBigStack(const std::function<void()> &fn) {
+void onBigStack(unsigned maxDepth, const std::function<void()> &fn) {
   unsigned stack = 16u << 20;
   stack += static_cast<unsigned>(std::min<uint64_t>(maxDepth, kMaxCallDepthLimit) * 4096u);
   llvm::thread t(llvm::Optional<unsigned>(stack), [&fn] { fn(); });
@@ -218,13 +266,10 @@ bool hasProgram(llvm::StringRef text) {
   return false;
 }
 
-int listStdlibPrograms(const std::string &dir, llvm::raw_ostream &out, diag::DiagEngine &diag) {
+/// (name, summary) of every stdlib program under `dir`, sorted by name.
+std::vector<std::pair<std::string, std::string>> scanStdlib(const std::string &dir) {
   std::error_code ec;
   std::vector<std::pair<std::string, std::string>> rows;
-  if (!llvm::sys::fs::is_directory(dir)) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {dir, "not a directory"});
-    return 1;
-  }
   for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef p = it->path();
     if (!p.endswith(".msccl"))
@@ -238,6 +283,15 @@ int listStdlibPrograms(const std::string &dir, llvm::raw_ostream &out, diag::Dia
     rows.push_back({rel.drop_back(6).str(), summaryOf((*buf)->getBuffer())});
   }
   std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+int listStdlibPrograms(const std::string &dir, llvm::raw_ostream &out, diag::DiagEngine &diag) {
+  if (!llvm::sys::fs::is_directory(dir)) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {dir, "not a directory"});
+    return 1;
+  }
+  auto rows = scanStdlib(dir);
   size_t width = 0;
   for (auto &r : rows)
     width = std::max(width, r.first.size());
@@ -248,91 +302,172 @@ int listStdlibPrograms(const std::string &dir, llvm::raw_ostream &out, diag::Dia
   return 0;
 }
 
+/// Splits NAME=VALUE; false when there is no `=` or no NAME.
+bool splitAssignment(const std::string &s, std::pair<std::string, std::string> &kv) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return false;
+  kv = {s.substr(0, eq), s.substr(eq + 1)};
+  return true;
+}
+
+/// Checks the options and derives what the phases need. False after reporting an error.
+bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
+  o.path.includeDirs = mo.includeDirs;
+  o.path.stdlibDir = mo.stdlibDir.empty() ? elab::defaultStdlibDir() : mo.stdlibDir;
+  o.printAfter = mo.printAfter;
+  o.emit = mo.emit;
+  o.noFusion = mo.noFusion;
+  o.noAutoSync = mo.noAutoSync;
+  for (auto &p : o.printAfter)
+    if (p != "all" && !passes::isPassName(p)) {
+      std::vector<std::string> names{"all"};
+      for (auto n : passes::passNames())
+        names.emplace_back(n);
+      diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
+                  {"--print-after=" + p, "unknown pass" + diag::didYouMean(p, names)});
+      return false;
+    }
+  if (mo.maxCallDepth > kMaxCallDepthLimit) {
+    diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
+                {"--max-call-depth=" + std::to_string(mo.maxCallDepth), "at most " + std::to_string(kMaxCallDepthLimit)});
+    return false;
+  }
+  o.elab.maxLoopIterations = mo.maxLoopIterations;
+  o.elab.maxCallDepth = mo.maxCallDepth;
+  for (auto &d : mo.defines) {
+    std::pair<std::string, std::string> kv;
+    if (!splitAssignment(d, kv)) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_define, {d});
+      return false;
+    }
+    o.elab.defines.push_back(kv);
+  }
+  if (!mo.instances.empty())
+    o.elab.optionOverrides.push_back({"instances", mo.instances});
+  if (!mo.protocol.empty())
+    o.elab.optionOverrides.push_back({"protocol", mo.protocol});
+  for (auto &ov : mo.optionOverrides) {
+    std::pair<std::string, std::string> kv;
+    if (!splitAssignment(ov, kv)) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_option_override, {ov, "expected NAME=VALUE"});
+      return false;
+    }
+    o.elab.optionOverrides.push_back(kv);
+  }
+  return true;
+}
+
+/// The input text: stdin for `-`, stdlib/NAME.msccl for `stdlib:NAME` (an unknown NAME is
+/// reported with the closest stdlib name), else the file. Null after reporting an error.
+std::unique_ptr<llvm::MemoryBuffer> loadInput(const std::string &name, const std::string &stdlibDir, std::istream &in,
+                                              diag::DiagEngine &diag) {
+  if (name == "-") {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return llvm::MemoryBuffer::getMemBufferCopy(text, "<stdin>");
+  }
+  std::string file = name;
+  if (llvm::StringRef(name).startswith("stdlib:")) {
+    std::string prog = name.substr(7);
+    llvm::SmallString<256> p(stdlibDir);
+    llvm::sys::path::append(p, prog + ".msccl");
+    file = std::string(p);
+    if (!llvm::sys::fs::is_regular_file(file)) {
+      diag.report(llvm::SMLoc(), DiagId::err_unknown_stdlib,
+                  {prog, file, diag::didYouMean(prog, stdlibProgramNames(stdlibDir))});
+      return nullptr;
+    }
+  }
+  auto b = llvm::MemoryBuffer::getFile(file);
+  if (!b) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {file, b.getError().message()});
+    return nullptr;
+  }
+  return std::move(*b);
+}
+
+/// Writes the compiled output to `out` or the -o file (created only now, after success).
+int emitOutput(Output &output, const MscclcOptions &mo, diag::DiagEngine &diag, llvm::raw_ostream &out,
+               llvm::raw_ostream &err) {
+  // The plan is streamed (never built as one string).
+  if (mo.output.empty() || mo.output == "-") {
+    RawStreamBuf buf(out);
+    std::ostream os(&buf);
+    bool written = writeOutput(output, mo.compact, os, err);
+    out.flush();
+    return written ? 0 : 1;
+  }
+  std::ofstream file(mo.output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, std::strerror(errno)});
+    return 1;
+  }
+  bool written = writeOutput(output, mo.compact, file, err);
+  file.close();
+  if (!written)
+    return 1;
+  if (!file) {
+    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, "write failed"});
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
-int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
+std::vector<std::string> stdlibProgramNames(const std::string &stdlibDir) {
+  std::vector<std::string> names;
+  for (auto &row : scanStdlib(stdlibDir))
+    names.push_back(row.first);
+  return names;
+}
+
+int parseMscclcCommandLine(int argc, const char *const *argv, MscclcOptions &options, llvm::raw_ostream &out,
+                           llvm::raw_ostream &err) {
+  // --version is ours (llvm::cl's prints LLVM's version and exits the process).
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef a(argv[i]);
+    if (a == "--")
+      break;
+    if (a == "--version" || a == "-version") {
+      out << "mscclc (msccl) " << MSCCL_VERSION << "\n";
+      return 0;
+    }
+  }
+  CommandLine cmd;
   cl::ResetAllOptionOccurrences();
   cl::HideUnrelatedOptions(cat);
-  if (!cl::ParseCommandLineOptions(argc, argv, "mscclc: compile .msccl collective algorithms to MSCCL++ JSON plans\n", &err))
+  if (!cl::ParseCommandLineOptions(argc, argv, "mscclc: compile .msccl collective algorithms to MSCCL++ JSON plans\n",
+                                   &err))
     return 1;
+  options = MscclcOptions();
+  cmd.copyTo(options);
+  return -1;
+}
 
+int runMscclc(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
   llvm::SourceMgr sm;
   diag::DiagEngine diag(sm, err);
   Options o;
-  o.path.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-  o.path.stdlibDir = elab::defaultStdlibDir();
-  o.printAfter.assign(printAfter.begin(), printAfter.end());
-  for (auto &p : o.printAfter)
-    if (p != "all" && !passes::isPassName(p)) {
-      diag.report(llvm::SMLoc(), DiagId::err_bad_argument, {"--print-after=" + p, "unknown pass"});
-      return 1;
-    }
-  if (maxDepth > kMaxCallDepthLimit) {
-    diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
-                {"--max-call-depth=" + std::to_string(maxDepth), "at most " + std::to_string(kMaxCallDepthLimit)});
+  if (!makeOptions(mo, diag, o))
     return 1;
-  }
-  o.elab.maxLoopIterations = maxLoop;
-  o.elab.maxCallDepth = maxDepth;
-  for (auto &d : defines) {
-    size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      diag.report(llvm::SMLoc(), DiagId::err_bad_define, {d});
-      return 1;
-    }
-    o.elab.defines.push_back({d.substr(0, eq), d.substr(eq + 1)});
-  }
-  if (!instances.empty())
-    o.elab.optionOverrides.push_back({"instances", instances});
-  if (!protocol.empty())
-    o.elab.optionOverrides.push_back({"protocol", protocol});
-  for (auto &ov : optionOverrides) {
-    size_t eq = ov.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      diag.report(llvm::SMLoc(), DiagId::err_bad_option_override, {ov, "expected NAME=VALUE"});
-      return 1;
-    }
-    o.elab.optionOverrides.push_back({ov.substr(0, eq), ov.substr(eq + 1)});
-  }
-
-  if (listStdlib)
+  if (mo.listStdlib)
     return listStdlibPrograms(o.path.stdlibDir, out, diag);
-
-  if (inputFile.empty()) {
+  if (mo.input.empty()) {
     err << "mscclc: error: no input file (use `-` for stdin; see --help)\n";
     return 1;
   }
-  std::string name = inputFile;
-  std::unique_ptr<llvm::MemoryBuffer> buf;
-  if (name == "-") {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    buf = llvm::MemoryBuffer::getMemBufferCopy(text, "<stdin>");
-  } else {
-    std::string file = name;
-    if (llvm::StringRef(name).startswith("stdlib:")) {
-      llvm::SmallString<256> p(o.path.stdlibDir);
-      llvm::sys::path::append(p, name.substr(7) + ".msccl");
-      file = std::string(p);
-      if (!llvm::sys::fs::is_regular_file(file)) {
-        diag.report(llvm::SMLoc(), DiagId::err_unknown_stdlib, {name.substr(7), file});
-        return 1;
-      }
-    }
-    auto b = llvm::MemoryBuffer::getFile(file);
-    if (!b) {
-      diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {file, b.getError().message()});
-      return 1;
-    }
-    buf = std::move(*b);
-  }
+  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
+  if (!buf)
+    return 1;
 
-  if (verify) {
+  if (mo.verifyDiagnostics) {
     bool ok = verifyDiagnostics(buf->getBufferIdentifier().str(), buf->getBuffer().str(),
                                 [&](diag::DiagEngine &d, unsigned id) {
                                   Output ignored;
                                   std::string printed;
                                   llvm::raw_string_ostream sink(printed);
-                                  onBigStack([&] { compileBuffer(d, id, o, ignored, sink); });
+                                  onBigStack(mo.maxCallDepth, [&] { compileBuffer(d, id, o, ignored, sink); });
                                 },
                                 err);
     return ok ? 0 : 1;
@@ -341,32 +476,37 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
   unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   Output output;
   bool ok = false;
-  onBigStack([&] { ok = compileBuffer(diag, id, o, output, err); });
+  onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err); });
   if (!ok)
     return 1;
-  // The plan is streamed (never built as one string), to `out` or to the -o file, which is
-  // only created once the compilation succeeded.
-  if (outputFile.empty() || outputFile == "-") {
-    RawStreamBuf buf(out);
-    std::ostream os(&buf);
-    bool written = writeOutput(output, os, err);
-    out.flush();
-    return written ? 0 : 1;
-  }
-  std::ofstream file(outputFile, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, std::strerror(errno)});
-    return 1;
-  }
-  bool written = writeOutput(output, file, err);
-  file.close();
-  if (!written)
-    return 1;
-  if (!file) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {outputFile, "write failed"});
-    return 1;
-  }
-  return 0;
+  return emitOutput(output, mo, diag, out, err);
+}
+
+int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
+  MscclcOptions options;
+  int rc = parseMscclcCommandLine(argc, argv, options, out, err);
+  if (rc >= 0)
+    return rc;
+  return runMscclc(options, in, out, err);
+}
+
+std::optional<plan::Plan> compilePlan(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &err) {
+  llvm::SourceMgr sm;
+  diag::DiagEngine diag(sm, err);
+  Options o;
+  if (!makeOptions(mo, diag, o))
+    return std::nullopt;
+  o.emit = Emit::Json;
+  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
+  if (!buf)
+    return std::nullopt;
+  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
+  Output output;
+  bool ok = false;
+  onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err, /*wantPlan=*/true); });
+  if (!ok || !output.plan)
+    return std::nullopt;
+  return std::move(output.plan);
 }
 
 } // namespace msccl::driver

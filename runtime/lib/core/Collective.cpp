@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 namespace msccl::runtime {
 using namespace msccl::plan;
@@ -75,23 +77,107 @@ std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std
   return ms;
 }
 
-double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type) {
+namespace {
+uint64_t inputPeriod(uint32_t nranks, DataType type) {
   uint64_t n = std::max<uint32_t>(nranks, 1);
-  uint64_t period;
   switch (type) {
-  case DataType::Float16: period = std::max<uint64_t>(2, 2048 / n); break;
-  case DataType::BFloat16: period = std::max<uint64_t>(2, 256 / n); break;
-  case DataType::UInt8: period = std::max<uint64_t>(2, 255 / n); break;
-  default: period = 4096; break;
+  case DataType::Float16: return std::max<uint64_t>(2, 2048 / n);
+  case DataType::BFloat16: return std::max<uint64_t>(2, 256 / n);
+  case DataType::UInt8: return std::max<uint64_t>(2, 255 / n);
+  default: return 4096;
   }
-  uint64_t h = uint64_t(rank) * 977 + index * 131 + (index / 128) * 29 + (index / 4096) * 7;
-  return double(1 + h % (period - 1));
+}
+
+uint64_t inputHash(uint32_t rank, uint64_t index) {
+  return uint64_t(rank) * 977 + index * 131 + (index / 128) * 29 + (index / 4096) * 7;
+}
+
+} // namespace
+
+double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, DataType type) {
+  return double(1 + inputHash(rank, index) % (inputPeriod(nranks, type) - 1));
+}
+
+namespace {
+/// dst[k] = inputHash(rank, first + k) mod m for k in [0, count), one division per aligned run
+/// of 128 indices: inside such a run h grows by 131 per index, so element k of the run is
+/// (h0 + step[k]) mod m with step[k] = 131 k mod m < m - a loop the compiler vectorises.
+void residues(int32_t *__restrict dst, uint32_t rank, uint64_t first, uint64_t count, int32_t m,
+              const int32_t *__restrict step) {
+  // int32 throughout (values < 2^13): SSE2 has signed compares and int -> float conversions.
+  // h at the aligned start of each run; one division, then from run to run h grows by
+  // 128 * 131 + 29, plus 7 when the new run starts a multiple of 4096.
+  const int32_t dRun = int32_t((128 * 131 + 29) % m), d7 = 7 % m;
+  int32_t h0 = int32_t(inputHash(rank, first / 128 * 128) % uint64_t(m));
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t i = first + done;
+    const uint64_t o = i % 128, len = std::min<uint64_t>(count - done, 128 - o);
+    const int32_t *__restrict st = step + o;
+    int32_t *__restrict d = dst + done;
+    for (int32_t k = 0; k < int32_t(len); ++k) {
+      int32_t v = h0 + st[k];
+      d[k] = v - (v >= m ? m : 0);
+    }
+    done += len;
+    h0 += dRun;
+    h0 -= h0 >= m ? m : 0;
+    if ((first + done) % 4096 == 0) {
+      h0 += d7;
+      h0 -= h0 >= m ? m : 0;
+    }
+  }
+}
+} // namespace
+
+void fillInputAt(void *host, uint64_t offset, uint64_t bytes, uint32_t rank, uint32_t nranks, DataType type) {
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t first = offset / es, count = bytes / es;
+  const int32_t m = int32_t(inputPeriod(nranks, type) - 1);
+  int32_t step[128];
+  for (int32_t k = 0; k < 128; ++k)
+    step[k] = int32_t(int64_t(k) * 131 % m);
+  // Every value is one of m small integers: 1- and 2-byte types convert through a table.
+  std::vector<uint8_t> table(uint64_t(m) * es);
+  for (int32_t k = 0; k < m; ++k)
+    storeElement(table.data(), size_t(k), type, double(k + 1));
+  constexpr uint64_t kPiece = 4096;
+  int32_t v[kPiece];
+  for (uint64_t done = 0; done < count; done += kPiece) {
+    const uint64_t len = std::min(kPiece, count - done);
+    residues(v, rank, first + done, len, m, step);
+    uint8_t *out = static_cast<uint8_t *>(host) + done * es;
+    switch (type) {
+    case DataType::Float32: {
+      float *__restrict d = reinterpret_cast<float *>(out);
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = float(v[k] + 1);
+      break;
+    }
+    case DataType::Int32:
+    case DataType::UInt32: {
+      int32_t *__restrict d = reinterpret_cast<int32_t *>(out);
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = v[k] + 1;
+      break;
+    }
+    case DataType::Float16:
+    case DataType::BFloat16: {
+      uint16_t *__restrict d = reinterpret_cast<uint16_t *>(out);
+      const uint16_t *t = reinterpret_cast<const uint16_t *>(table.data());
+      for (uint64_t k = 0; k < len; ++k)
+        d[k] = t[v[k]];
+      break;
+    }
+    case DataType::UInt8:
+      for (uint64_t k = 0; k < len; ++k)
+        out[k] = table[v[k]];
+      break;
+    }
+  }
 }
 
 void fillInput(void *host, uint64_t bytes, uint32_t rank, uint32_t nranks, DataType type) {
-  uint64_t count = bytes / dataTypeBytes(type);
-  for (uint64_t i = 0; i < count; ++i)
-    storeElement(host, i, type, inputValue(rank, i, nranks, type));
+  fillInputAt(host, 0, bytes, rank, nranks, type);
 }
 
 std::string VerifyResult::describe() const {
@@ -107,55 +193,131 @@ std::string VerifyResult::describe() const {
   return s;
 }
 
-VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
-                           uint64_t outputBytes, DataType type, ReduceOp op) {
-  VerifyResult res;
-  if (kind == CollectiveKind::Other)
-    return res;
-  res.checked = true;
-  const uint32_t n = uint32_t(outputs.size());
-  const uint64_t es = dataTypeBytes(type);
-  const uint64_t outCount = outputBytes / es, inCount = inputBytes / es;
-  const bool isFloat16 = type == DataType::Float16 || type == DataType::BFloat16;
-  auto reduceAt = [&](uint64_t index) {
-    double acc = inputValue(0, index, n, type);
-    for (uint32_t r = 1; r < n; ++r)
-      acc = reduceValues(acc, inputValue(r, index, n, type), op);
-    if (type == DataType::UInt8)
-      acc = double(uint64_t(acc) % 256);
-    return acc;
+OutputChecker::OutputChecker(CollectiveKind kind, uint32_t nranks, uint64_t inputBytes, uint64_t outputBytes,
+                             DataType type, ReduceOp op)
+    : kind_(kind), n_(nranks), inCount_(inputBytes / dataTypeBytes(type)),
+      outCount_(outputBytes / dataTypeBytes(type)), type_(type), op_(op) {
+  result_.checked = kind != CollectiveKind::Other;
+  // inputValue(r, i) = 1 + ((977 r mod m) + x) mod m with x = inputHash(0, i) mod m, m =
+  // period - 1: the reduction over the ranks of element i is a function of x alone, tabulated
+  // here once (m <= 4095 entries) instead of generating every rank's input per element. Other
+  // collectives copy one rank's input: the value of residue x is x + 1.
+  m_ = int32_t(inputPeriod(nranks, type) - 1);
+  for (int32_t k = 0; k < 128; ++k)
+    step_[size_t(k)] = int32_t(int64_t(k) * 131 % m_);
+  const bool reducing = kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter;
+  valueOf_.resize(size_t(m_));
+  for (int32_t x = 0; x < m_; ++x) {
+    double acc = double(1 + x);
+    if (reducing) {
+      for (uint32_t r = 1; r < nranks; ++r)
+        acc = reduceValues(acc, double(1 + (int64_t(r) * 977 % m_ + x) % m_), op);
+      if (type == DataType::UInt8)
+        acc = double(uint64_t(acc) % 256);
+    }
+    valueOf_[size_t(x)] = acc;
+  }
+  valueBytes_.resize(size_t(m_) * dataTypeBytes(type));
+  for (int32_t x = 0; x < m_; ++x)
+    storeElement(valueBytes_.data(), size_t(x), type, valueOf_[size_t(x)]);
+}
+
+/// residue_[0, count) = the residue (index into valueOf_) of the end state of elements
+/// [first, first + count) of rank `rank`, -1 where an element has no source; expectedBytes_ =
+/// the same as elements of the type. Generated run by run: a run is a stretch whose source
+/// index advances by one per element.
+void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count) {
+  residue_.resize(count);
+  const uint32_t n = n_;
+  int32_t *res = residue_.data();
+  auto gen = [&](uint64_t at, uint32_t r, uint64_t index, uint64_t len) {
+    residues(res + at, r, index, len, m_, step_.data());
   };
-  for (uint32_t r = 0; r < n; ++r) {
-    for (uint64_t i = 0; i < outCount; ++i) {
-      double exp = 0;
-      switch (kind) {
-      case CollectiveKind::AllReduce: exp = reduceAt(i); break;
-      case CollectiveKind::AllGather: exp = inputValue(uint32_t(i / inCount), i % inCount, n, type); break;
-      case CollectiveKind::ReduceScatter: exp = reduceAt(uint64_t(r) * outCount + i); break;
-      case CollectiveKind::AllToAll: {
-        uint64_t block = outCount / n;
-        uint64_t s = i / block, j = i % block;
-        exp = inputValue(uint32_t(s), uint64_t(r) * block + j, n, type);
+  switch (kind_) {
+  case CollectiveKind::AllReduce: gen(0, 0, first, count); break;
+  case CollectiveKind::ReduceScatter: gen(0, 0, uint64_t(rank) * outCount_ + first, count); break;
+  case CollectiveKind::SendRecv: gen(0, (rank + n - 1) % n, first, count); break;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::AllToAll: {
+    // allgather: element i is input element i % S_in of rank i / S_in; alltoall: element i is
+    // element rank * B + i % B of rank i / B, with B = S_out / n.
+    const uint64_t block = kind_ == CollectiveKind::AllGather ? inCount_ : outCount_ / std::max<uint32_t>(n, 1);
+    for (uint64_t done = 0; done < count;) {
+      uint64_t i = first + done;
+      if (block == 0) { // no element has a source: nothing can be right
+        std::fill(residue_.begin() + int64_t(done), residue_.end(), -1);
         break;
       }
-      case CollectiveKind::SendRecv: exp = inputValue((r + n - 1) % n, i, n, type); break;
-      case CollectiveKind::Other: break;
-      }
-      double got = loadElement(outputs[r], i, type);
-      bool ok = isFloat16 ? std::fabs(got - exp) <= 1e-2 * std::fabs(exp) : got == exp;
-      res.elements++;
-      if (!ok) {
-        if (res.wrong == 0) {
-          res.firstRank = r;
-          res.firstIndex = i;
-          res.expected = exp;
-          res.got = got;
-        }
-        res.wrong++;
-      }
+      uint64_t src = i / block, j = i % block;
+      uint64_t len = std::min(count - done, block - j);
+      uint64_t index = kind_ == CollectiveKind::AllGather ? j : uint64_t(rank) * block + j;
+      gen(done, uint32_t(src), index, len);
+      done += len;
     }
+    break;
   }
-  return res;
+  case CollectiveKind::Other: break;
+  }
+  const uint64_t es = dataTypeBytes(type_);
+  expectedBytes_.resize(count * es);
+  auto gather = [&](auto tag) {
+    using T = decltype(tag);
+    const T *table = reinterpret_cast<const T *>(valueBytes_.data());
+    T *d = reinterpret_cast<T *>(expectedBytes_.data());
+    for (uint64_t i = 0; i < count; ++i)
+      d[i] = res[i] < 0 ? T(0) : table[res[i]];
+  };
+  switch (es) {
+  case 1: gather(uint8_t()); break;
+  case 2: gather(uint16_t()); break;
+  default: gather(uint32_t()); break;
+  }
+}
+
+void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes) {
+  if (kind_ == CollectiveKind::Other)
+    return;
+  const uint64_t es = dataTypeBytes(type_);
+  const uint64_t first = offset / es, count = bytes / es;
+  result_.elements += count;
+  const bool sameForAllRanks = kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllGather;
+  if (!haveBlock_ || blockFirst_ != first || blockCount_ != count || (!sameForAllRanks && blockRank_ != rank)) {
+    expectedValues(rank, first, count);
+    haveBlock_ = true;
+    blockRank_ = rank;
+    blockFirst_ = first;
+    blockCount_ = count;
+  }
+  if (std::memcmp(got, expectedBytes_.data(), count * es) == 0)
+    return;
+  const bool isFloat16 = type_ == DataType::Float16 || type_ == DataType::BFloat16;
+  for (uint64_t i = 0; i < count; ++i) {
+    double exp = residue_[i] < 0 ? -1.0 : valueOf_[size_t(residue_[i])];
+    double g = loadElement(got, i, type_);
+    bool ok = isFloat16 ? std::fabs(g - exp) <= 1e-2 * std::fabs(exp) : g == exp;
+    if (ok)
+      continue;
+    if (result_.wrong == 0 || int64_t(rank) < result_.firstRank ||
+        (int64_t(rank) == result_.firstRank && first + i < result_.firstIndex)) {
+      result_.firstRank = rank;
+      result_.firstIndex = first + i;
+      result_.expected = exp;
+      result_.got = g;
+    }
+    result_.wrong++;
+  }
+}
+
+VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
+                           uint64_t outputBytes, DataType type, ReduceOp op) {
+  OutputChecker checker(kind, uint32_t(outputs.size()), inputBytes, outputBytes, type, op);
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t total = outputBytes / es * es;
+  for (uint64_t off = 0; off < total; off += OutputChecker::kBlockBytes)
+    for (uint32_t r = 0; r < outputs.size(); ++r)
+      checker.check(r, off, static_cast<const uint8_t *>(outputs[r]) + off,
+                    std::min<uint64_t>(OutputChecker::kBlockBytes, total - off));
+  return checker.result();
 }
 
 std::optional<ReduceOp> planReduceOp(const Plan &plan, bool *conflict) {

@@ -12,6 +12,9 @@
 
 #include <cstdint>
 #include <string>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <vector>
 
 namespace msccl::runtime::cpu {
@@ -22,12 +25,34 @@ struct Barrier {
   uint64_t generation = 0;
 };
 
+/// Zero-filled bytes from calloc. Large blocks are fresh pages the OS maps (as zeros) on first
+/// touch, so scratch a launch never touches - the other half of a double buffer, the packet
+/// area of a plain plan - costs no resident memory, unlike a zero-filled std::vector.
+class ZeroedBytes {
+public:
+  ZeroedBytes() = default;
+  /// Throws std::bad_alloc when the memory is not available.
+  explicit ZeroedBytes(size_t bytes) : p_(static_cast<uint8_t *>(std::calloc(bytes ? bytes : 1, 1))), n_(bytes) {
+    if (!p_)
+      throw std::bad_alloc();
+  }
+  uint8_t *data() const { return p_.get(); }
+  size_t size() const { return n_; }
+
+private:
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p_;
+  size_t n_ = 0;
+};
+
 struct RankState {
   uint8_t *input = nullptr;
   uint64_t inputBytes = 0;
   uint8_t *output = nullptr;
   uint64_t outputBytes = 0;
-  std::vector<uint8_t> scratch;   ///< Whole scratch (both halves when double buffered).
+  ZeroedBytes scratch;            ///< Whole scratch (both halves when double buffered).
   uint64_t scratchHalf = 0;       ///< Bytes of one half (= scratch.size() if not doubled).
   uint64_t scratchOffset = 0;     ///< SO of the current launch.
   std::vector<uint64_t> memSignals, memWaits, portSignals, portWaits; ///< Per gpu-level channel.

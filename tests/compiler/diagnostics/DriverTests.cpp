@@ -134,3 +134,76 @@ TEST_CASE("the language example compiles as written") {
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("\"name\": \"allreduce_nvls\"") != std::string::npos);
 }
+
+TEST_CASE("--version prints the project version and exits 0") {
+  Run r = run({"--version"});
+  CHECK(r.rc == 0);
+  CHECK(r.out.rfind("mscclc (msccl) ", 0) == 0);
+  CHECK(r.out.find('.') != std::string::npos);
+}
+
+TEST_CASE("misspelled pass and stdlib names get a suggestion") {
+  Run pass = run({"-", "--print-after=fusoin"}, kProgram);
+  CHECK(pass.rc == 1);
+  CHECK(pass.err.find("unknown pass (did you mean `fusion`?)") != std::string::npos);
+  Run lib = run({"stdlib:allreduce/rnig"});
+  CHECK(lib.rc == 1);
+  CHECK(lib.err.find("no stdlib program `allreduce/rnig`") != std::string::npos);
+  CHECK(lib.err.find("(did you mean `allreduce/ring`?)") != std::string::npos);
+  Run far = run({"stdlib:zzzzzzzzzz"});
+  CHECK(far.rc == 1);
+  CHECK(far.err.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("the options struct drives a run without a command line, and runs are independent") {
+  msccl::driver::MscclcOptions o;
+  o.input = "-";
+  o.defines = {"n=3"};
+  o.compact = true;
+  std::istringstream in(kProgram);
+  std::string out, err;
+  llvm::raw_string_ostream os(out), es(err);
+  REQUIRE(msccl::driver::runMscclc(o, in, os, es) == 0);
+  os.flush();
+  CHECK(out.find("\"id\":2,") != std::string::npos);
+  CHECK(out.find('\n') == out.size() - 1); // compact: one line
+  // A command-line run right after sees none of it: indented, two ranks.
+  Run b = run({"-"}, kProgram);
+  REQUIRE(b.rc == 0);
+  CHECK(b.out.find("\"id\": 2,") == std::string::npos);
+  CHECK(b.out.find("\n  ") != std::string::npos);
+  // Parsing fills the struct and nothing else.
+  const char *argv[] = {"mscclc", "stdlib:allreduce/ring", "-Dranks=4", "--no-fusion", "--print-after=fusion,dependency"};
+  msccl::driver::MscclcOptions parsed;
+  std::string perr;
+  llvm::raw_string_ostream pes(perr);
+  REQUIRE(msccl::driver::parseMscclcCommandLine(5, argv, parsed, os, pes) == -1);
+  CHECK(parsed.input == "stdlib:allreduce/ring");
+  CHECK(parsed.defines == std::vector<std::string>{"ranks=4"});
+  CHECK(parsed.noFusion);
+  CHECK(parsed.printAfter == std::vector<std::string>{"fusion", "dependency"});
+  msccl::driver::MscclcOptions again;
+  const char *plain[] = {"mscclc", "x.msccl"};
+  REQUIRE(msccl::driver::parseMscclcCommandLine(2, plain, again, os, pes) == -1);
+  CHECK(again.defines.empty());
+  CHECK_FALSE(again.noFusion);
+  CHECK(again.printAfter.empty());
+}
+
+TEST_CASE("compilePlan returns the plan in memory") {
+  msccl::driver::MscclcOptions o;
+  o.input = "-";
+  o.defines = {"n=4"};
+  std::istringstream in(kProgram);
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  std::optional<msccl::plan::Plan> p = msccl::driver::compilePlan(o, in, es);
+  REQUIRE(p);
+  CHECK(p->gpus.size() == 4);
+  CHECK(p->collective == "allreduce");
+  std::istringstream bad("program p(collective = AllReduce(2, 1, true)) { let x = 1 / 0 }");
+  o.defines.clear();
+  CHECK_FALSE(msccl::driver::compilePlan(o, bad, es));
+  es.flush();
+  CHECK(err.find("division by zero") != std::string::npos);
+}

@@ -6,10 +6,13 @@
 //     (for every 1/8 slice: reduce the 8 ranks' slices, store the result to all 8) measured in the
 //     same run on the same kind of buffers. Reports time per launch, algbw and the ratio.
 //  2. Per-op overhead: small messages through plans with many ops, in nanoseconds per executed op.
+//  3. (printed between 1 and 2) Verification cost: generating every rank's input and comparing
+//     every rank's output with the end state, against the time of one launch.
 // Usage: msccl-bench-cpu [PLAN8.json] [--quick]
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/plan/PlanJson.h"
+#include "msccl/runtime/Collective.h"
 #include "msccl/runtime/CpuExecutor.h"
 #include "msccl/runtime/Elements.h"
 #include "msccl/runtime/Verify.h"
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -91,6 +95,50 @@ int main(int argc, char **argv) {
   std::printf("%-34s %10.2f %10.3f %10.3f\n", "plain reduce+copy loop", base * 1e3, double(size) / base / 1e9,
               moved / base / 1e9);
   std::printf("executor / loop throughput ratio: %.2f (target >= 0.50)\n", base / rep.secondsPerLaunch);
+
+  // 3. Verification cost against one launch, on the same plan and size: generating every
+  // rank's input (fillInput) and comparing every rank's output with the end state
+  // (OutputChecker over the buffers, block by block as runCollective does).
+  {
+    const uint32_t n = uint32_t(plan.gpus.size());
+    auto ms = messageSizesFor(plan, size, nullptr);
+    std::vector<std::vector<uint8_t>> mem(n, std::vector<uint8_t>(std::max(ms->inputBytes, ms->outputBytes)));
+    ExecuteRequest req;
+    req.plan = &plan;
+    for (auto &b : mem)
+      req.buffers.push_back(RankBuffers{b.data(), b.data()});
+    req.inputBytes = ms->inputBytes;
+    req.outputBytes = ms->outputBytes;
+    // Process CPU time (std::clock), so the ratio holds on a loaded machine; the executor and
+    // the checker are single-threaded.
+    auto cpu = [] { return double(std::clock()) / CLOCKS_PER_SEC; };
+    double fill = 1e30, compare = 1e30, launch = 1e30;
+    VerifyResult vr;
+    for (unsigned rep2 = 0; rep2 < reps; ++rep2) {
+      double t0 = cpu();
+      for (uint32_t r = 0; r < n; ++r)
+        fillInput(mem[r].data(), ms->inputBytes, r, n, DataType::Float32);
+      fill = std::min(fill, cpu() - t0);
+      t0 = cpu();
+      ex->execute(req);
+      launch = std::min(launch, cpu() - t0);
+      t0 = cpu();
+      OutputChecker checker(collectiveKind(plan.collective), n, ms->inputBytes, ms->outputBytes, DataType::Float32,
+                            ReduceOp::Sum);
+      for (uint64_t off = 0; off < ms->outputBytes; off += OutputChecker::kBlockBytes)
+        for (uint32_t r = 0; r < n; ++r)
+          checker.check(r, off, mem[r].data() + off, std::min(OutputChecker::kBlockBytes, ms->outputBytes - off));
+      compare = std::min(compare, cpu() - t0);
+      vr = checker.result();
+    }
+    std::printf("\n# verification against one launch (CPU time, best of %u)\n", reps);
+    std::printf("%-34s %10.2f   (execute: setup + one launch)\n", "launch", launch * 1e3);
+    std::printf("%-34s %10.2f   (every rank's input)\n", "input generation", fill * 1e3);
+    std::printf("%-34s %10.2f   (every rank's output; #wrong %llu)\n", "output comparison", compare * 1e3,
+                (unsigned long long)vr.wrong);
+    std::printf("verification (generation + comparison) / launch ratio: %.2f (target <= 1.00)\n",
+                (fill + compare) / launch);
+  }
 
   // 2. Per-op overhead at tiny sizes.
   std::printf("\n# per-op overhead, smallest size each plan accepts\n%-40s %8s %8s %10s %12s\n", "plan", "size", "ranks",

@@ -1,23 +1,74 @@
 //===- Driver.h - The mscclc command line as a library call -----------------------------===//
 //
-// runMscclc is all of `mscclc`: it parses the command line (llvm::cl), loads the input (a file,
-// `-` for stdin, or `stdlib:NAME` for stdlib/NAME.msccl), runs parse -> check -> elaborate ->
-// passes -> emit, and writes the result to `-o FILE` or `out`. Diagnostics go to `err`.
-// Tests call it in-process; tools/mscclc/main.cpp only forwards argv and the std streams.
+// runMscclc is all of `mscclc`: parseMscclcCommandLine turns argv into MscclcOptions (llvm::cl,
+// with options that exist only for the duration of that call), then runMscclc(options) loads the
+// input (a file, `-` for stdin, or `stdlib:NAME` for stdlib/NAME.msccl), runs parse -> check ->
+// elaborate -> passes -> emit, and writes the result to `-o FILE` or `out`. Diagnostics go to
+// `err`. Calls share no state: two calls in one process see only their own options (tests call
+// the driver in-process; msccl-run compiles `.msccl` inputs through compilePlan).
+// tools/mscclc/main.cpp only forwards argv and the std streams.
 //
-// Exit codes: 0 success; 1 any error (bad options, missing input, compile errors, unwritable
-// output, failed --verify-diagnostics).
+// Exit codes: 0 success (also --version); 1 any error (bad options, missing input, compile
+// errors, unwritable output, failed --verify-diagnostics). llvm::cl's --help prints and exits 0.
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "msccl/plan/Plan.h"
+
 #include <llvm/Support/raw_ostream.h>
 
+#include <cstdint>
 #include <istream>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace msccl::driver {
 
-/// Runs mscclc with `argv[0..argc)` (argv[0] is the program name). `in` is read for input `-`.
+/// What mscclc writes.
+enum class Emit { Ast, Ir, Json };
+
+/// mscclc's command line, parsed. The defaults are those of an empty command line.
+struct MscclcOptions {
+  std::string input;                      ///< FILE, `-` (the `in` stream) or `stdlib:NAME`; "" = none.
+  std::string output;                     ///< -o FILE; "" or `-` writes to `out`.
+  std::vector<std::string> defines;       ///< -D NAME=VALUE, in order.
+  std::vector<std::string> includeDirs;   ///< -I DIR, in order.
+  Emit emit = Emit::Json;                 ///< --emit=ast|ir|json
+  std::vector<std::string> printAfter;    ///< --print-after=PASS (pass names or `all`).
+  bool noFusion = false;                  ///< --no-fusion
+  bool noAutoSync = false;                ///< --no-auto-sync
+  std::string instances;                  ///< --instances=N ("" = the program's).
+  std::string protocol;                   ///< --protocol=P ("" = the program's).
+  std::vector<std::string> optionOverrides; ///< --option NAME=VALUE, in order.
+  bool verifyDiagnostics = false;         ///< --verify-diagnostics
+  bool listStdlib = false;                ///< --list-stdlib
+  bool compact = false;                   ///< --compact (JSON without indentation)
+  int64_t maxLoopIterations = 50'000'000; ///< --max-loop-iterations
+  unsigned maxCallDepth = 200;            ///< --max-call-depth (at most 100000)
+  std::string stdlibDir;                  ///< "" = elab::defaultStdlibDir().
+};
+
+/// Parses mscclc's `argv[0..argc)` (argv[0] is the program name) into `options`. Returns -1
+/// when the caller should go on to run, else the exit status: 0 after `--version` (printed on
+/// `out`), 1 after a command-line error (reported on `err`).
+int parseMscclcCommandLine(int argc, const char *const *argv, MscclcOptions &options, llvm::raw_ostream &out,
+                           llvm::raw_ostream &err);
+
+/// Runs mscclc with parsed options. `in` is read for input `-`. Returns the exit status.
+int runMscclc(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err);
+
+/// parseMscclcCommandLine, then runMscclc.
 int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err);
+
+/// Compiles `options.input` (with its -D/-I/pass/option settings; emit, output and the listing
+/// and verifying modes are ignored) to an in-memory plan. Returns nullopt after reporting the
+/// errors on `err` (diagnostics rendered as mscclc renders them).
+std::optional<plan::Plan> compilePlan(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &err);
+
+/// The names `stdlib:NAME` accepts (NAME relative to `stdlibDir` without `.msccl`, e.g.
+/// "allreduce/ring"), sorted; only files that define a program.
+std::vector<std::string> stdlibProgramNames(const std::string &stdlibDir);
 
 } // namespace msccl::driver

@@ -55,6 +55,10 @@ double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, plan::DataType
 /// Fill `bytes` bytes at `host` (rank `rank`'s input) with inputValue.
 void fillInput(void *host, uint64_t bytes, uint32_t rank, uint32_t nranks, plan::DataType type);
 
+/// Fill `bytes` bytes at `host` with the part of rank `rank`'s input that starts at byte
+/// `offset` (a multiple of the element size), so inputs can be uploaded a block at a time.
+void fillInputAt(void *host, uint64_t offset, uint64_t bytes, uint32_t rank, uint32_t nranks, plan::DataType type);
+
 /// Result of comparing every output element.
 struct VerifyResult {
   bool checked = false;       ///< false for collectives without an end state ("test").
@@ -66,8 +70,55 @@ struct VerifyResult {
   std::string describe() const; ///< "3 wrong of 1024; first: rank 1 element 17 expected 12 got 5"
 };
 
+/// Compares outputs with the end state of a collective a block at a time, so that a caller
+/// needs only one block of each output on the host (memory O(block), not O(ranks x S_out)).
+/// Inputs are 1 + (a residue modulo m), and the reduction over the ranks of an element is a
+/// function of rank 0's residue, so the end state of a block is one vectorised residue pass
+/// gathered through a per-residue table of elements (built once), shared by the ranks whose end
+/// state is the same (allreduce, allgather); it is compared with memcmp, and only a block that
+/// differs element by element (exact, or within the relative tolerance for float16/bfloat16). The result is the
+/// same as comparing all outputs at once: `wrong` counts all wrong elements, `first*` is the
+/// wrong element with the smallest (rank, index), whatever order the blocks come in.
+class OutputChecker {
+public:
+  /// Suggested block size for check() (bytes; a multiple of every element size).
+  static constexpr uint64_t kBlockBytes = 1u << 20;
+
+  /// `nranks` outputs of S_out = `outputBytes` bytes each, made from inputs of S_in =
+  /// `inputBytes` bytes each filled by fillInput. `op` is the reduction of allreduce and
+  /// reducescatter. For kind Other, check() does nothing and result().checked is false.
+  OutputChecker(CollectiveKind kind, uint32_t nranks, uint64_t inputBytes, uint64_t outputBytes,
+                plan::DataType type, plan::ReduceOp op);
+
+  /// Compare bytes [offset, offset + bytes) of rank `rank`'s output, whose host copy is `got`.
+  /// `offset` and `bytes` are multiples of the element size; offset + bytes <= S_out.
+  void check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes);
+
+  const VerifyResult &result() const { return result_; }
+
+private:
+  void expectedValues(uint32_t rank, uint64_t first, uint64_t count);
+  CollectiveKind kind_;
+  uint32_t n_;
+  uint64_t inCount_, outCount_;
+  plan::DataType type_;
+  plan::ReduceOp op_;
+  VerifyResult result_;
+  int32_t m_ = 1;                        // inputs are 1 + (a residue modulo m_)
+  std::vector<int32_t> step_ = std::vector<int32_t>(128); // 131 k mod m_
+  std::vector<double> valueOf_;          // end-state value per residue (a reduction, or x + 1)
+  std::vector<uint8_t> valueBytes_;      // the same as elements of the type
+  std::vector<int32_t> residue_;         // per element of the block held; -1: no source
+  std::vector<uint8_t> expectedBytes_;
+  // The block held in residue_/expectedBytes_ (rank is ignored for rank-independent kinds).
+  bool haveBlock_ = false;
+  uint32_t blockRank_ = 0;
+  uint64_t blockFirst_ = 0, blockCount_ = 0;
+};
+
 /// Compare the outputs (host copies, S_out bytes each, one per rank) with the end state of
 /// `kind` for inputs made by fillInput. `op` is the reduction of allreduce/reducescatter.
+/// (OutputChecker over whole buffers.)
 VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
                            uint64_t outputBytes, plan::DataType type, plan::ReduceOp op);
 

@@ -104,6 +104,9 @@ struct ExecuteRequest {
   unsigned iterations = 1;
   /// Launches run before the timed ones (same effects on buffers and flags as `iterations`).
   unsigned warmupIterations = 0;
+  /// The caller has already run validatePlan (PlanValidate.h) on `plan` with allowGlre and it
+  /// passed: execute skips it (msccl-run validates once before a sweep, not once per size).
+  bool planValidated = false;
 };
 
 /// What an execute call measured.

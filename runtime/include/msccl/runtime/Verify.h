@@ -4,7 +4,8 @@
 // per-rank buffers through the backend (aliased per spec plan#10.5 when in place), fills the
 // inputs with inputValue (Collective.h), runs `warmup + iterations` timed launches, then - when
 // checking - refills the inputs, runs one more launch and compares every output element with the
-// collective's end state. Produces the timing (per launch), algbw/busbw (nccl-tests factors) and
+// collective's end state (OutputChecker, block by block: the host memory this takes beyond the
+// backend's buffers is one block, OutputChecker::kBlockBytes). Produces the timing (per launch), algbw/busbw (nccl-tests factors) and
 // the verification result. Errors of the backend (ExecutionError) propagate to the caller.
 // Used by msccl-run, the runtime tests and the CPU benchmark.
 //
@@ -31,6 +32,8 @@ struct RunOptions {
   /// depend on the number of launches, e.g. allgather, alltoall, sendrecv, or out-of-place ones).
   /// Exercises LL flag advance and double-scratch alternation before the compare.
   unsigned checkLaunches = 1;
+  /// The plan already passed validatePlan with allowGlre (ExecuteRequest::planValidated).
+  bool planValidated = false;
 };
 
 struct RunReport {

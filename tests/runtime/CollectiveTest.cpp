@@ -1,0 +1,110 @@
+//===- CollectiveTest.cpp - Test inputs and the block-wise output checker ----------------===//
+#include "msccl/runtime/Collective.h"
+#include "msccl/runtime/Elements.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace msccl::plan;
+using namespace msccl::runtime;
+
+namespace {
+/// The end state of element i of rank r, straight from the definitions in Collective.h.
+double naiveExpected(CollectiveKind kind, uint32_t r, uint64_t i, uint32_t n, uint64_t inCount, uint64_t outCount,
+                     DataType t, ReduceOp op) {
+  auto reduceAt = [&](uint64_t index) {
+    double acc = inputValue(0, index, n, t);
+    for (uint32_t s = 1; s < n; ++s)
+      acc = reduceValues(acc, inputValue(s, index, n, t), op);
+    return t == DataType::UInt8 ? double(uint64_t(acc) % 256) : acc;
+  };
+  switch (kind) {
+  case CollectiveKind::AllReduce: return reduceAt(i);
+  case CollectiveKind::AllGather: return inputValue(uint32_t(i / inCount), i % inCount, n, t);
+  case CollectiveKind::ReduceScatter: return reduceAt(uint64_t(r) * outCount + i);
+  case CollectiveKind::AllToAll: {
+    uint64_t b = outCount / n;
+    return inputValue(uint32_t(i / b), uint64_t(r) * b + i % b, n, t);
+  }
+  case CollectiveKind::SendRecv: return inputValue((r + n - 1) % n, i, n, t);
+  default: return 0;
+  }
+}
+} // namespace
+
+TEST_CASE("fillInputAt writes the inputValue sequence from any offset", "[collective]") {
+  for (DataType t : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::UInt8, DataType::Int32}) {
+    const uint64_t es = dataTypeBytes(t), count = 9000; // crosses the 128- and 4096-element steps
+    std::vector<uint8_t> whole(count * es), part(5000 * es);
+    fillInput(whole.data(), whole.size(), 3, 8, t);
+    fillInputAt(part.data(), 4000 * es, part.size(), 3, 8, t);
+    for (uint64_t i = 0; i < count; ++i)
+      REQUIRE(loadElement(whole.data(), i, t) == inputValue(3, i, 8, t));
+    for (uint64_t i = 0; i < 5000; ++i)
+      REQUIRE(loadElement(part.data(), i, t) == inputValue(3, 4000 + i, 8, t));
+  }
+}
+
+TEST_CASE("the output checker agrees with the definition for every collective", "[collective]") {
+  const uint32_t n = 4;
+  const DataType t = GENERATE(DataType::Float32, DataType::Float16, DataType::UInt8);
+  const ReduceOp op = GENERATE(ReduceOp::Sum, ReduceOp::Max);
+  const uint64_t es = dataTypeBytes(t);
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                              CollectiveKind::AllToAll, CollectiveKind::SendRecv}) {
+    const uint64_t inCount = kind == CollectiveKind::AllGather ? 1500 : 6000;
+    const uint64_t outCount = kind == CollectiveKind::ReduceScatter ? 1500 : 6000;
+    std::vector<std::vector<uint8_t>> outs(n, std::vector<uint8_t>(outCount * es));
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint64_t i = 0; i < outCount; ++i)
+        storeElement(outs[r].data(), i, t, naiveExpected(kind, r, i, n, inCount, outCount, t, op));
+    std::vector<const void *> ptrs;
+    for (auto &o : outs)
+      ptrs.push_back(o.data());
+    VerifyResult good = verifyOutputs(kind, ptrs, inCount * es, outCount * es, t, op);
+    INFO("kind " << int(kind));
+    CHECK(good.checked);
+    CHECK(good.elements == n * outCount);
+    CHECK(good.wrong == 0);
+
+    // Two wrong elements; blocks checked in reverse order still name the smallest (rank, index).
+    storeElement(outs[2].data(), outCount * 3 / 4, t, 0);
+    storeElement(outs[1].data(), outCount - 1, t, 0);
+    OutputChecker checker(kind, n, inCount * es, outCount * es, t, op);
+    const uint64_t block = 1000 * es;
+    for (int64_t off = int64_t((outCount * es - 1) / block * block); off >= 0; off -= int64_t(block))
+      for (uint32_t r = n; r-- > 0;)
+        checker.check(r, uint64_t(off), outs[r].data() + off, std::min<uint64_t>(block, outCount * es - uint64_t(off)));
+    const VerifyResult &bad = checker.result();
+    CHECK(bad.wrong == 2);
+    CHECK(bad.elements == n * outCount);
+    CHECK(bad.firstRank == 1);
+    CHECK(bad.firstIndex == outCount - 1);
+    CHECK(bad.expected == naiveExpected(kind, 1, outCount - 1, n, inCount, outCount, t, op));
+    CHECK(bad.got == 0);
+  }
+}
+
+TEST_CASE("half-precision outputs are compared within the stated tolerance", "[collective]") {
+  const uint64_t count = 5000;
+  for (DataType t : {DataType::Float16, DataType::BFloat16}) {
+    std::vector<uint8_t> close(count * 2), far(count * 2);
+    for (uint64_t i = 0; i < count; ++i) {
+      double v = inputValue(1, i, 2, t); // SendRecv: rank 0 expects rank 1's input
+      storeElement(close.data(), i, t, v * 1.004);
+      storeElement(far.data(), i, t, v * 1.03 + 0.5);
+    }
+    std::vector<uint8_t> rank1(count * 2);
+    fillInput(rank1.data(), rank1.size(), 0, 2, t);
+    CHECK(verifyOutputs(CollectiveKind::SendRecv, {close.data(), rank1.data()}, count * 2, count * 2, t,
+                        ReduceOp::Sum).wrong == 0);
+    VerifyResult r = verifyOutputs(CollectiveKind::SendRecv, {far.data(), rank1.data()}, count * 2, count * 2, t,
+                                   ReduceOp::Sum);
+    CHECK(r.wrong == count);
+    CHECK(r.firstRank == 0);
+    CHECK(r.firstIndex == 0);
+  }
+  std::vector<uint8_t> any(16);
+  CHECK_FALSE(verifyOutputs(CollectiveKind::Other, {any.data()}, 16, 16, DataType::Float16, ReduceOp::Sum).checked);
+}
