@@ -12,6 +12,7 @@
 #include "msccl/backend/Lower.h"
 #include "msccl/backend/StreamCompile.h"
 #include "msccl/driver/Verify.h"
+#include "msccl/driver/VerifyPlan.h"
 #include "msccl/elab/Check.h"
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Loader.h"
@@ -60,6 +61,7 @@ cl::list<std::string> printAfter("print-after", cl::desc("Print the IR to stderr
                                  cl::value_desc("pass"), cl::CommaSeparated, cl::cat(cat));
 cl::opt<bool> noFusion("no-fusion", cl::desc("Skip instruction fusion"), cl::init(false), cl::cat(cat));
 cl::opt<bool> noAutoSync("no-auto-sync", cl::desc("Skip the data-dependency sync pass"), cl::init(false), cl::cat(cat));
+cl::opt<bool> noVerify("no-verify", cl::desc("Skip the plan checks and the verification of the plan (docs/verification.md)"), cl::init(false), cl::cat(cat));
 cl::opt<std::string> instances("instances", cl::desc("Override the program option `instances`"), cl::value_desc("N"), cl::init(""), cl::cat(cat));
 cl::opt<std::string> protocol("protocol", cl::desc("Override the program option `protocol` (Simple, LL)"), cl::value_desc("P"), cl::init(""), cl::cat(cat));
 cl::list<std::string> optionOverrides("option", cl::desc("Override a program option: --option NAME=VALUE"),
@@ -129,7 +131,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
         }
     };
   try {
-    if (o.printAfter.empty()) {
+    if (o.printAfter.empty() && noVerify) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
@@ -143,6 +145,8 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
+  if (!noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan))
+    return false;
   return true;
 }
 

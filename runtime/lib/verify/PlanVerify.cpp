@@ -157,6 +157,9 @@ private:
   std::vector<uint32_t> plainVal_, pktVal_;
   std::vector<uint32_t> pktFlag_;
   std::vector<Shadow> plainShadow_, pktShadow_;
+  std::vector<uint32_t> pktRel_;                 ///< Per packet unit: index into relPool_.
+  std::vector<std::vector<uint32_t>> relPool_;   ///< Clocks released with packets.
+  std::vector<uint32_t> lastRel_;                ///< Per actor: its last pooled clock.
   uint64_t space_ = 0;
   std::set<std::pair<uint32_t, uint32_t>> racePairs_;
   unsigned races_ = 0;
@@ -323,6 +326,7 @@ bool Verifier::setup() {
   pktFlag_.assign(space_, 0);
   plainShadow_.assign(space_, Shadow{});
   pktShadow_.assign(space_, Shadow{});
+  pktRel_.assign(space_, kNone);
   flatten();
   // Channels and semaphores.
   for (uint32_t r = 0; r < n_; ++r) {
@@ -341,6 +345,7 @@ bool Verifier::setup() {
   N_ = 2 * T_ + n_;
   clock_.assign(N_, {});
   pending_.assign(T_, {});
+  lastRel_.assign(N_, kNone);
   hostSerial_.assign(n_, 0);
   return true;
 }
@@ -982,6 +987,7 @@ bool Verifier::step(TbRun &tb) {
   }
   // Packet ops. A packet op runs when every packet it reads carries this launch's flag.
   const uint32_t flag = L + 1;
+  uint32_t relIdx = kNone; // this op's released clock (relPool_), made at its first packet write
   auto readyAll = [&](const Ent &e) {
     for (uint64_t k = 0; k < e.len(); ++k) {
       bool g;
@@ -1002,12 +1008,10 @@ bool Verifier::step(TbRun &tb) {
     if (!g) { oob(e, owner(e)); return false; }
     // The packet's flag orders its payload: acquire the writer's clock.
     const Access &w = pktShadow_[a].w;
-    if (opt_.races && w.actor != kNone) {
-      // The writer's epoch (so all of the writer's own earlier accesses) becomes known to this
-      // tb at once: flags order each packet's payload. What the writer had acquired from third
-      // parties is not passed on (docs/verification.md).
-      auto &c = clk(tb.actor);
-      c[w.actor] = std::max(c[w.actor], w.epoch);
+    if (opt_.races && w.actor != kNone && pktRel_[a] != kNone) {
+      // Flags order each packet's payload: the reader acquires the clock the writer released
+      // with it (at once, per op, as RaceCheck.h), including what the writer had acquired.
+      join(clk(tb.actor), relPool_[pktRel_[a]]);
     }
     v = pktVal_[a];
     return true;
@@ -1018,6 +1022,21 @@ bool Verifier::step(TbRun &tb) {
     if (!g) { oob(e, rank); return false; }
     pktVal_[a] = v;
     pktFlag_[a] = flag;
+    if (opt_.races) {
+      if (relIdx == kNone) {
+        std::vector<uint32_t> c = releaseClock(tb, true);
+        if (proxy)
+          join(c, clk(proxyOf(tb.actor)));
+        uint32_t &last = lastRel_[tb.actor];
+        if (last != kNone && relPool_[last] == c)
+          relIdx = last;
+        else {
+          relPool_.push_back(std::move(c));
+          relIdx = last = uint32_t(relPool_.size() - 1);
+        }
+      }
+      pktRel_[a] = relIdx;
+    }
     return true;
   };
   auto plainRead = [&](const Ent &e, uint64_t k, uint32_t &v) -> bool {
