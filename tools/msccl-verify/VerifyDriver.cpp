@@ -115,6 +115,7 @@ int runMscclVerify(int argc, const char *const *argv, std::ostream &out, std::os
       s["ranks"] = r.stats.ranks;
       s["launches"] = r.stats.launches;
       s["ops_executed"] = r.stats.opsExecuted;
+      s["racing_accesses"] = r.stats.races;
       s["seconds"] = secs;
       out << s.dump() << "\n";
     } else if (!quiet) {

@@ -18,7 +18,7 @@ bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc loc, plan::Plan &pla
   std::map<std::pair<int, bool>, unsigned> shown, hidden;
   for (const verify::Finding &f : res.findings) {
     const auto key = std::make_pair(int(f.kind), f.warning);
-    const unsigned limit = f.warning ? 1 : 3;
+    const unsigned limit = 1;
     if (!f.warning)
       ok = false;
     if (shown[key] >= limit) {

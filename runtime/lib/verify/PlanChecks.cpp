@@ -141,14 +141,7 @@ struct Checker {
       add(FindingKind::Plan, false, plan.gpus.empty() ? "gpus" : "",
           "the plan has no operations (is `instances` 0?): an executor would run it and report every result "
           "correct without moving any data");
-    if (plan.minMessageSize > uint64_t(INT32_MAX))
-      add(FindingKind::Plan, false, "min_message_size",
-          "min_message_size " + std::to_string(plan.minMessageSize) +
-              " does not fit the 32-bit int the MSCCL++ loader reads it as (at most 2147483647)");
-    if (plan.minMessageSize > plan.maxMessageSize)
-      add(FindingKind::Plan, false, "min_message_size",
-          "min_message_size " + std::to_string(plan.minMessageSize) + " exceeds max_message_size " +
-              std::to_string(plan.maxMessageSize) + ": no message size is accepted");
+    // min/max_message_size ranges are checked by checkPlan.
     for (size_t r = 0; r < plan.gpus.size(); ++r)
       for (size_t t = 0; t < plan.gpus[r].threadblocks.size(); ++t) {
         const auto &ops = plan.gpus[r].threadblocks[t].ops;

@@ -71,8 +71,8 @@ struct Values {
 
 struct Access {
   uint32_t actor = kNone;
-  uint32_t epoch = 0;
-  uint32_t serial = 0;  ///< Dynamic op number of the actor's tb (accesses of one op never race).
+  uint32_t epoch = 0;   ///< The tb's sync epoch (nops seen): same-tb accesses are ordered across one.
+  uint32_t tick = 0;    ///< Other actors know this access when their clock of `actor` >= tick.
   uint32_t op = kNone;  ///< Static op id (kNone: the host).
   uint8_t launch = 0;
   bool write = false;
@@ -109,7 +109,8 @@ struct TbRun {
   uint64_t barrierGen = 0;
   std::vector<int64_t> semOld;
   bool done = false;
-  uint32_t serial = 0;
+  uint32_t serial = 0; ///< Ops executed (the op now running has tick serial + 1).
+  uint32_t epoch = 0;  ///< Nops (and barriers) executed.
   std::string blockedOn;
 };
 
@@ -186,16 +187,20 @@ private:
       clock_[a].assign(N_, 0);
     return clock_[a];
   }
+  /// The clock a release by `tb` publishes: its completed epochs (every op before its last nop)
+  /// and what it acquired; with `withCurrent` also the running op itself (pws, packets).
   std::vector<uint32_t> releaseClock(const TbRun &tb, bool withCurrent) {
     std::vector<uint32_t> c = clk(tb.actor);
     join(c, pending_[tb.actor]);
     if (withCurrent)
-      c[tb.actor]++;
+      c[tb.actor] = tb.serial + 1;
     return c;
   }
-  void nop(const TbRun &tb) {
+  /// __syncthreads: the ops before complete an epoch; acquired clocks take effect.
+  void nop(TbRun &tb) {
     auto &c = clk(tb.actor);
-    c[tb.actor]++;
+    c[tb.actor] = std::max(c[tb.actor], tb.serial);
+    tb.epoch++;
     join(c, pending_[tb.actor]);
   }
   // --- Memory ----------------------------------------------------------------------------
@@ -499,24 +504,24 @@ void Verifier::access(const TbRun *tb, uint32_t actor, uint32_t opId, uint32_t l
   now.launch = uint8_t(launch);
   now.write = write;
   if (tb) {
-    now.serial = tb->serial;
     if (proxy) {
       now.actor = proxyOf(tb->actor);
-      now.epoch = clk(now.actor)[now.actor]; // advanced once per proxied op by the caller
+      now.tick = clk(now.actor)[now.actor]; // advanced once per proxied op by the caller
     } else {
       now.actor = tb->actor;
-      now.epoch = clk(actor)[actor] + 1;
+      now.tick = tb->serial + 1;
+      now.epoch = tb->epoch;
     }
   } else {
     now.actor = actor;
-    now.serial = hostSerial_[rank];
-    now.epoch = clk(actor)[actor] + 1;
+    now.tick = hostSerial_[rank];
   }
   const std::vector<uint32_t> &c = clk(now.actor);
   auto ordered = [&](const Access &b) {
-    if (b.actor == now.actor)
-      return b.actor >= T_ || b.serial == now.serial || b.epoch <= c[now.actor];
-    return b.epoch <= c[b.actor];
+    if (b.actor == now.actor) // proxy lanes and the host are sequential; a tb needs a nop, or
+      // to have acquired its own earlier op back through packets (a flag chain via a peer)
+      return b.actor >= T_ || b.tick == now.tick || b.epoch < now.epoch || b.tick <= c[now.actor];
+    return b.tick <= c[b.actor];
   };
   Shadow &s = (packet ? pktShadow_ : plainShadow_)[addr];
   if (s.w.actor != kNone && !ordered(s.w) && !(packet && !write))
@@ -580,7 +585,6 @@ void Verifier::startLaunch(uint32_t r) {
   hostSerial_[r]++;
   // The caller writes the input (and may reuse the output) before the kernel starts.
   bool ok;
-  std::vector<char> written(rr.outUnits + rr.inUnits, 0);
   for (uint64_t u = 0; u < rr.inUnits; ++u) {
     uint64_t a = address(r, BufferType::Input, u, rr.launch, ok);
     access(nullptr, h, kNone, rr.launch, false, true, false, r, BufferType::Input, u, a);
@@ -598,7 +602,7 @@ void Verifier::startLaunch(uint32_t r) {
     access(nullptr, h, kNone, rr.launch, false, true, false, r, BufferType::Output, u, a);
     plainVal_[a] = kUninit;
   }
-  hc[h]++;
+  hc[h] = hostSerial_[r];
   for (uint32_t t : rr.tbs) {
     TbRun &tb = tbs_[t];
     join(clk(tb.actor), hc);
@@ -626,7 +630,7 @@ void Verifier::endLaunch(uint32_t r) {
     for (uint64_t u = 0; u < rr.inUnits; ++u)
       access(nullptr, h, kNone, rr.launch, false, false, false, r, BufferType::Input, u,
              address(r, BufferType::Input, u, rr.launch, ok));
-  clk(h)[h]++;
+  clk(h)[h] = hostSerial_[r];
   if (opt_.postcondition && !postFailed_)
     checkPostcondition(r);
   rr.running = false;
@@ -891,6 +895,7 @@ bool Verifier::step(TbRun &tb) {
     src.push_back(e);
     BufferRef d = op.glreDstChunk;
     d.loc = BufferRef::Loc::Local;
+    e = Ent{};
     ok = resolveEntry(tb, op, d, e) && ok;
     dst.push_back(e);
   } else {
@@ -1309,11 +1314,39 @@ void Verifier::run() {
       break;
     }
   }
-  if (races_ > racePairs_.size() && !racePairs_.empty())
-    fail(FindingKind::Race, "",
-         std::to_string(races_) + " racing accesses in all; the first " + std::to_string(racePairs_.size()) +
-             " pairs of ops are reported",
-         {}, true);
+  res_.stats.races = races_;
+  // Every launch must consume exactly the signals and semaphore releases it makes: a left-over
+  // signal satisfies a wait of the next launch before its peer got there.
+  bool finished = true;
+  for (const RankRun &rr : ranks_)
+    finished = finished && rr.launch >= L_;
+  if (!finished)
+    return;
+  for (uint32_t r = 0; r < n_; ++r) {
+    const RankRun &rr = ranks_[r];
+    for (int type = 0; type < 2; ++type) {
+      const auto &sig = type == 0 ? rr.memSignals : rr.portSignals;
+      const auto &wt = type == 0 ? rr.memWaits : rr.portWaits;
+      for (size_t c = 0; c < sig.size(); ++c)
+        if (sig[c] != wt[c]) {
+          fail(FindingKind::Race, "gpus[" + std::to_string(r) + "].channels",
+               "unbalanced signals: rank " + std::to_string(r) + "'s " + (type == 0 ? "memory" : "port") +
+                   " channel " + std::to_string(c) + " received " + std::to_string(sig[c]) + " signals but waited " +
+                   std::to_string(wt[c]) + " times in " + std::to_string(L_) +
+                   " launches: a left-over signal satisfies a later launch's wait before its peer gets there");
+          return;
+        }
+    }
+    for (size_t i = 0; i < rr.sems.size(); ++i)
+      if (rr.sems[i] != plan_.gpus[r].semaphores[i].initValue) {
+        fail(FindingKind::Race, "gpus[" + std::to_string(r) + "].semaphores[" + std::to_string(i) + "]",
+             "unbalanced semaphore: rank " + std::to_string(r) + "'s semaphore " + std::to_string(i) + " ends " +
+                 std::to_string(L_) + " launches at " + std::to_string(rr.sems[i]) + " instead of its initial value " +
+                 std::to_string(plan_.gpus[r].semaphores[i].initValue) +
+                 ": a later launch's acquire is satisfied by an earlier launch's release");
+        return;
+      }
+  }
 }
 
 } // namespace

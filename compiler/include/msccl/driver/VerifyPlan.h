@@ -7,7 +7,7 @@
 // each finding's op to its .msccl call): errors as err_plan_check (executor constraints) or
 // err_plan_verify (postcondition, deadlock, race), hazards and relaxed-handshake races as
 // warn_plan_hazard; each with note_plan_op naming the ops (rank, threadblock, op index, JSON
-// path). At most 3 errors and 1 warning of each kind are shown, then a count.
+// path). The first finding of each kind (and severity) is shown, then a count of the others.
 // Returns false when any error was reported.
 //
 //===------------------------------------------------------------------------------------===//

@@ -100,6 +100,7 @@ struct VerifyOptions {
 struct VerifyStats {
   uint32_t ranks = 0, launches = 0, unitsPerChunk = 0;
   uint64_t opsExecuted = 0, accesses = 0;
+  uint64_t races = 0; ///< Racing accesses found (findings name the first op pairs only).
 };
 
 struct VerifyResult {
