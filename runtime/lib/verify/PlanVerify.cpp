@@ -125,7 +125,12 @@ struct RankRun {
   bool running = false;
   std::vector<uint32_t> tbs; ///< Indices into Verifier::tbs.
   std::vector<uint64_t> memSignals, memWaits, portSignals, portWaits;
-  std::vector<std::deque<std::vector<uint32_t>>> memFifo, portFifo;
+  /// A signal in flight: `data` is the release clock (empty for a relaxed signal); `ctrl` the
+  /// signaller's host clock: that its kernel runs, so its earlier launches ended.
+  struct Msg {
+    std::vector<uint32_t> data, ctrl;
+  };
+  std::vector<std::deque<Msg>> memFifo, portFifo;
   std::vector<int64_t> sems;
   std::vector<std::vector<uint32_t>> semClocks;
   std::map<uint32_t, BarrierState> barriers;
@@ -756,16 +761,16 @@ bool Verifier::step(TbRun &tb) {
       fifo.emplace_back();
       return;
     }
-    if (!data && !opt_.relaxedOrdersData) {
-      // A relaxed signal orders no data, but it is sent by a running kernel: it carries the fact
-      // that this rank's kernel has started (its host clock), so relaxed entry handshakes work.
-      fifo.push_back(clk(hostOf(tb.rank)));
-      return;
+    RankRun::Msg msg;
+    // Even a relaxed signal is sent by a running kernel: it tells that this rank's kernel has
+    // started (its host clock), so relaxed entry handshakes work.
+    msg.ctrl = clk(hostOf(tb.rank));
+    if (data || opt_.relaxedOrdersData) {
+      msg.data = releaseClock(tb, withCurrent);
+      if (ct == ChannelType::Port)
+        join(msg.data, clk(proxyOf(tb.actor)));
     }
-    std::vector<uint32_t> clock = releaseClock(tb, withCurrent);
-    if (ct == ChannelType::Port)
-      join(clock, clk(proxyOf(tb.actor)));
-    fifo.push_back(std::move(clock));
+    fifo.push_back(std::move(msg));
   };
   auto proxyBegin = [&]() {
     if (!portProxy || !opt_.races)
@@ -831,8 +836,12 @@ bool Verifier::step(TbRun &tb) {
       if (sig[c] > wt[c]) {
         wt[c]++;
         if (!fifo[c].empty()) {
-          if (!fifo[c].front().empty())
-            join(pending_[tb.actor], fifo[c].front()); // a relaxed signal's message is its host clock
+          const RankRun::Msg &msg = fifo[c].front();
+          const bool acquire = ct == ChannelType::Port || op.type != OpType::RelaxedWait || opt_.relaxedOrdersData;
+          // A relaxed wait acquires no data, only that the peer's kernel runs (docs/verification.md).
+          join(pending_[tb.actor], msg.ctrl);
+          if (acquire)
+            join(pending_[tb.actor], msg.data);
           fifo[c].pop_front();
         }
         tb.cursor++;
@@ -1384,8 +1393,10 @@ VerifyResult verifyPlan(const Plan &plan, const VerifyOptions &options) {
       remaining.insert(key(f));
   // Races beyond the report limit cannot be attributed: keep everything an error then.
   unattributed = again.findings.size() && remaining.size() >= options.maxRaces;
+  // Only handshakes with a kernel's start or end (a race with the host) are downgraded: data
+  // that one op hands to another through a relaxed signal/wait is a race.
   for (Finding &f : res.findings)
-    if (f.kind == FindingKind::Race && !f.warning && !unattributed && !remaining.count(key(f))) {
+    if (f.kind == FindingKind::Race && !f.warning && !unattributed && f.ops.size() < 2 && !remaining.count(key(f))) {
       f.warning = true;
       f.message = "relaxed handshake: " + f.message +
                   " (a relaxed signal/wait is between them; it orders no data, so this holds only if the "
