@@ -158,6 +158,7 @@ private:
   std::vector<RankRun> ranks_;
   uint32_t T_ = 0, N_ = 0;
   std::vector<std::vector<uint32_t>> clock_, pending_;
+  std::vector<uint8_t> pendingDirty_; ///< Per tb: pending_ grew since the last nop.
   std::vector<uint32_t> hostSerial_;
   Values vals_;
   std::vector<uint32_t> plainVal_, pktVal_;
@@ -201,12 +202,20 @@ private:
       c[tb.actor] = tb.serial + 1;
     return c;
   }
+  /// A wait/acquire/flush by `tb`: the clock takes effect for the block at its next nop.
+  void acquire(const TbRun &tb, const std::vector<uint32_t> &c) {
+    join(pending_[tb.actor], c);
+    pendingDirty_[tb.actor] = 1;
+  }
   /// __syncthreads: the ops before complete an epoch; acquired clocks take effect.
   void nop(TbRun &tb) {
     auto &c = clk(tb.actor);
     c[tb.actor] = std::max(c[tb.actor], tb.serial);
     tb.epoch++;
-    join(c, pending_[tb.actor]);
+    if (pendingDirty_[tb.actor]) { // what was acquired since the last nop takes effect
+      join(c, pending_[tb.actor]);
+      pendingDirty_[tb.actor] = 0;
+    }
   }
   // --- Memory ----------------------------------------------------------------------------
   uint64_t address(uint32_t rank, BufferType type, uint64_t unit, uint32_t launch, bool &ok) const;
@@ -355,6 +364,7 @@ bool Verifier::setup() {
   N_ = 2 * T_ + n_;
   clock_.assign(N_, {});
   pending_.assign(T_, {});
+  pendingDirty_.assign(T_, 0);
   lastRel_.assign(N_, kNone);
   hostSerial_.assign(n_, 0);
   return true;
@@ -837,11 +847,11 @@ bool Verifier::step(TbRun &tb) {
         wt[c]++;
         if (!fifo[c].empty()) {
           const RankRun::Msg &msg = fifo[c].front();
-          const bool acquire = ct == ChannelType::Port || op.type != OpType::RelaxedWait || opt_.relaxedOrdersData;
+          const bool ordersData = ct == ChannelType::Port || op.type != OpType::RelaxedWait || opt_.relaxedOrdersData;
           // A relaxed wait acquires no data, only that the peer's kernel runs (docs/verification.md).
-          join(pending_[tb.actor], msg.ctrl);
-          if (acquire)
-            join(pending_[tb.actor], msg.data);
+          acquire(tb, msg.ctrl);
+          if (ordersData)
+            acquire(tb, msg.data);
           fifo[c].pop_front();
         }
         tb.cursor++;
@@ -857,7 +867,7 @@ bool Verifier::step(TbRun &tb) {
   }
   case OpType::Flush:
     if (opt_.races)
-      join(pending_[tb.actor], clk(proxyOf(tb.actor)));
+      acquire(tb, clk(proxyOf(tb.actor)));
     return true;
   case OpType::SemAcquire: {
     if (!tb.arrived) {
@@ -878,7 +888,7 @@ bool Verifier::step(TbRun &tb) {
       return false;
     }
     for (uint32_t id : op.semaphoreIds)
-      join(pending_[tb.actor], rr.semClocks[id]);
+      acquire(tb, rr.semClocks[id]);
     tb.cursor = 0;
     tb.arrived = false;
     return true;
@@ -947,7 +957,7 @@ bool Verifier::step(TbRun &tb) {
         signalOne((*op.channelIds)[i], true, ct == ChannelType::Memory);
     }
     if (op.type == OpType::PutWithSignalAndFlush && ct == ChannelType::Port && opt_.races)
-      join(pending_[tb.actor], clk(proxyOf(tb.actor)));
+      acquire(tb, clk(proxyOf(tb.actor)));
     return true;
   }
   case OpType::Copy:
