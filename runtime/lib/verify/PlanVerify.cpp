@@ -26,6 +26,11 @@ using runtime::CollectiveKind;
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+/// A vector clock: per actor, the last tick known. Ticks are per-threadblock op numbers over all
+/// launches (at most 64 ops per tb per launch, checkPlanShape), proxy op numbers and host events,
+/// so 16 bits hold them; halving the clocks halves the verifier's memory and join time.
+using Tick = uint16_t;
+using Clock = std::vector<Tick>;
 constexpr uint32_t kUninit = 0;  ///< Value id: never written since the kernel started.
 constexpr uint32_t kGarbage = 1; ///< Value id: reduced with uninitialised data.
 
@@ -72,7 +77,7 @@ struct Values {
 struct Access {
   uint32_t actor = kNone;
   uint32_t epoch = 0;   ///< The tb's sync epoch (nops seen): same-tb accesses are ordered across one.
-  uint32_t tick = 0;    ///< Other actors know this access when their clock of `actor` >= tick.
+  Tick tick = 0;        ///< Other actors know this access when their clock of `actor` >= tick.
   uint32_t op = kNone;  ///< Static op id (kNone: the host).
   uint8_t launch = 0;
   bool write = false;
@@ -117,7 +122,7 @@ struct TbRun {
 struct BarrierState {
   uint32_t arrived = 0, expected = 0;
   uint64_t generation = 0;
-  std::map<uint64_t, std::vector<uint32_t>> clocks; // generation -> joined clock
+  std::map<uint64_t, Clock> clocks; // generation -> joined clock
 };
 
 struct RankRun {
@@ -128,11 +133,11 @@ struct RankRun {
   /// A signal in flight: `data` is the release clock (empty for a relaxed signal); `ctrl` the
   /// signaller's host clock: that its kernel runs, so its earlier launches ended.
   struct Msg {
-    std::vector<uint32_t> data, ctrl;
+    Clock data, ctrl;
   };
   std::vector<std::deque<Msg>> memFifo, portFifo;
   std::vector<int64_t> sems;
-  std::vector<std::vector<uint32_t>> semClocks;
+  std::vector<Clock> semClocks;
   std::map<uint32_t, BarrierState> barriers;
   uint64_t inBase = 0, outBase = 0, scrBase[2] = {0, 0};
   uint64_t inUnits = 0, outUnits = 0, scrUnits = 0;
@@ -157,7 +162,7 @@ private:
   std::vector<TbRun> tbs_;
   std::vector<RankRun> ranks_;
   uint32_t T_ = 0, N_ = 0;
-  std::vector<std::vector<uint32_t>> clock_, pending_;
+  std::vector<Clock> clock_, pending_;
   std::vector<uint8_t> pendingDirty_; ///< Per tb: pending_ grew since the last nop.
   std::vector<uint32_t> hostSerial_;
   Values vals_;
@@ -165,7 +170,7 @@ private:
   std::vector<uint32_t> pktFlag_;
   std::vector<Shadow> plainShadow_, pktShadow_;
   std::vector<uint32_t> pktRel_;                 ///< Per packet unit: index into relPool_.
-  std::vector<std::vector<uint32_t>> relPool_;   ///< Clocks released with packets.
+  std::vector<Clock> relPool_;   ///< Clocks released with packets.
   std::vector<uint32_t> lastRel_;                ///< Per actor: its last pooled clock.
   uint64_t space_ = 0;
   std::set<std::pair<uint32_t, uint32_t>> racePairs_;
@@ -180,7 +185,7 @@ private:
   bool setup();
   void flatten();
   // --- Clocks ----------------------------------------------------------------------------
-  static void join(std::vector<uint32_t> &into, const std::vector<uint32_t> &from) {
+  static void join(Clock &into, const Clock &from) {
     if (from.empty())
       return;
     if (into.size() < from.size())
@@ -188,29 +193,29 @@ private:
     for (size_t i = 0; i < from.size(); ++i)
       into[i] = std::max(into[i], from[i]);
   }
-  std::vector<uint32_t> &clk(uint32_t a) {
+  Clock &clk(uint32_t a) {
     if (clock_[a].empty())
       clock_[a].assign(N_, 0);
     return clock_[a];
   }
   /// The clock a release by `tb` publishes: its completed epochs (every op before its last nop)
   /// and what it acquired; with `withCurrent` also the running op itself (pws, packets).
-  std::vector<uint32_t> releaseClock(const TbRun &tb, bool withCurrent) {
-    std::vector<uint32_t> c = clk(tb.actor);
+  Clock releaseClock(const TbRun &tb, bool withCurrent) {
+    Clock c = clk(tb.actor);
     join(c, pending_[tb.actor]);
     if (withCurrent)
-      c[tb.actor] = tb.serial + 1;
+      c[tb.actor] = Tick(tb.serial + 1);
     return c;
   }
   /// A wait/acquire/flush by `tb`: the clock takes effect for the block at its next nop.
-  void acquire(const TbRun &tb, const std::vector<uint32_t> &c) {
+  void acquire(const TbRun &tb, const Clock &c) {
     join(pending_[tb.actor], c);
     pendingDirty_[tb.actor] = 1;
   }
   /// __syncthreads: the ops before complete an epoch; acquired clocks take effect.
   void nop(TbRun &tb) {
     auto &c = clk(tb.actor);
-    c[tb.actor] = std::max(c[tb.actor], tb.serial);
+    c[tb.actor] = std::max<Tick>(c[tb.actor], Tick(tb.serial));
     tb.epoch++;
     if (pendingDirty_[tb.actor]) { // what was acquired since the last nop takes effect
       join(c, pending_[tb.actor]);
@@ -524,14 +529,14 @@ void Verifier::access(const TbRun *tb, uint32_t actor, uint32_t opId, uint32_t l
       now.tick = clk(now.actor)[now.actor]; // advanced once per proxied op by the caller
     } else {
       now.actor = tb->actor;
-      now.tick = tb->serial + 1;
+      now.tick = Tick(tb->serial + 1);
       now.epoch = tb->epoch;
     }
   } else {
     now.actor = actor;
-    now.tick = hostSerial_[rank];
+    now.tick = Tick(hostSerial_[rank]);
   }
-  const std::vector<uint32_t> &c = clk(now.actor);
+  const Clock &c = clk(now.actor);
   auto ordered = [&](const Access &b) {
     if (b.actor == now.actor) // proxy lanes and the host are sequential; a tb needs a nop, or
       // to have acquired its own earlier op back through packets (a flag chain via a peer)
@@ -617,7 +622,7 @@ void Verifier::startLaunch(uint32_t r) {
     access(nullptr, h, kNone, rr.launch, false, true, false, r, BufferType::Output, u, a);
     plainVal_[a] = kUninit;
   }
-  hc[h] = hostSerial_[r];
+  hc[h] = Tick(hostSerial_[r]);
   for (uint32_t t : rr.tbs) {
     TbRun &tb = tbs_[t];
     join(clk(tb.actor), hc);
@@ -633,7 +638,7 @@ void Verifier::endLaunch(uint32_t r) {
   RankRun &rr = ranks_[r];
   const uint32_t h = hostOf(r);
   for (uint32_t t : rr.tbs) {
-    std::vector<uint32_t> c = releaseClock(tbs_[t], true);
+    Clock c = releaseClock(tbs_[t], true);
     join(clk(h), c);
   }
   hostSerial_[r]++;
@@ -645,7 +650,7 @@ void Verifier::endLaunch(uint32_t r) {
     for (uint64_t u = 0; u < rr.inUnits; ++u)
       access(nullptr, h, kNone, rr.launch, false, false, false, r, BufferType::Input, u,
              address(r, BufferType::Input, u, rr.launch, ok));
-  clk(h)[h] = hostSerial_[r];
+  clk(h)[h] = Tick(hostSerial_[r]);
   if (opt_.postcondition && !postFailed_)
     checkPostcondition(r);
   rr.running = false;
@@ -1048,7 +1053,7 @@ bool Verifier::step(TbRun &tb) {
     pktFlag_[a] = flag;
     if (opt_.races) {
       if (relIdx == kNone) {
-        std::vector<uint32_t> c = releaseClock(tb, true);
+        Clock c = releaseClock(tb, true);
         if (proxy)
           join(c, clk(proxyOf(tb.actor)));
         uint32_t &last = lastRel_[tb.actor];
