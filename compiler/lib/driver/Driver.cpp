@@ -14,6 +14,7 @@
 #include "msccl/backend/Lower.h"
 #include "msccl/backend/StreamCompile.h"
 #include "msccl/driver/Verify.h"
+#include "msccl/driver/VerifyPlan.h"
 #include "msccl/elab/Check.h"
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Loader.h"
@@ -71,6 +72,8 @@ struct CommandLine {
                                             "sync-insertion, dependency, replication, or all)"),
                                    cl::value_desc("pass"), cl::CommaSeparated, cl::cat(cat)};
   cl::opt<bool> noFusion{"no-fusion", cl::desc("Skip instruction fusion"), cl::init(false), cl::cat(cat)};
+  cl::opt<bool> noVerify{"no-verify", cl::desc("Skip the plan checks and the verification of the plan (docs/verification.md)"),
+                         cl::init(false), cl::cat(cat)};
   cl::opt<bool> noAutoSync{"no-auto-sync", cl::desc("Skip the data-dependency sync pass"), cl::init(false),
                            cl::cat(cat)};
   cl::opt<std::string> instances{"instances", cl::desc("Override the program option `instances`"),
@@ -93,7 +96,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(compact)};
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(compact)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -107,6 +110,7 @@ struct CommandLine {
     o.printAfter.assign(printAfter.begin(), printAfter.end());
     o.noFusion = noFusion;
     o.noAutoSync = noAutoSync;
+    o.noVerify = noVerify;
     o.instances = instances;
     o.protocol = protocol;
     o.optionOverrides.assign(optionOverrides.begin(), optionOverrides.end());
@@ -127,7 +131,7 @@ struct Options {
   elab::ElabOptions elab;
   std::vector<std::string> printAfter;
   Emit emit = Emit::Json;
-  bool noFusion = false, noAutoSync = false;
+  bool noFusion = false, noAutoSync = false, noVerify = false;
 };
 
 /// What a compilation produces: text (AST/IR dumps), a plan (--print-after), or an elaborated
@@ -177,7 +181,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
         }
     };
   try {
-    if (o.printAfter.empty() && !wantPlan) {
+    if (o.printAfter.empty() && !wantPlan && o.noVerify) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
@@ -191,6 +195,8 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
+  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan))
+    return false;
   return true;
 }
 
@@ -319,6 +325,7 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   o.emit = mo.emit;
   o.noFusion = mo.noFusion;
   o.noAutoSync = mo.noAutoSync;
+  o.noVerify = mo.noVerify;
   for (auto &p : o.printAfter)
     if (p != "all" && !passes::isPassName(p)) {
       std::vector<std::string> names{"all"};

@@ -43,8 +43,9 @@ program tiny(collective = AllReduce(n, 1, true)) {
 )";
 } // namespace
 
+// kProgram is no AllReduce (it copies a chunk): runs that test other things pass --no-verify.
 TEST_CASE("stdin input compiles to a JSON plan on the out stream") {
-  Run r = run({"-"}, kProgram);
+  Run r = run({"-", "--no-verify"}, kProgram);
   REQUIRE(r.rc == 0);
   CHECK(r.err.empty());
   CHECK(r.out.find("\"name\": \"tiny\"") != std::string::npos);
@@ -52,13 +53,24 @@ TEST_CASE("stdin input compiles to a JSON plan on the out stream") {
 }
 
 TEST_CASE("options do not leak between in-process runs") {
-  Run a = run({"-", "-D", "n=3", "--instances=2"}, kProgram);
+  Run a = run({"-", "-D", "n=3", "--instances=2", "--no-verify"}, kProgram);
   REQUIRE(a.rc == 0);
   CHECK(a.out.find("\"id\": 2,") != std::string::npos);
-  Run b = run({"-"}, kProgram);
+  Run b = run({"-", "--no-verify"}, kProgram);
   REQUIRE(b.rc == 0);
   CHECK(b.out.find("\"id\": 2,") == std::string::npos); // only ranks 0 and 1, one instance
   CHECK(b.out.find("\"input_chunks\": 2,") != std::string::npos);
+}
+
+TEST_CASE("the plan is verified by default; --no-verify does not leak into the next run") {
+  Run off = run({"-", "--no-verify"}, kProgram);
+  CHECK(off.rc == 0);
+  Run on = run({"-"}, kProgram);
+  CHECK(on.rc == 1);
+  CHECK(on.out.empty());
+  CHECK(on.err.find("<stdin>:3:9: error: the plan is wrong: postcondition: gpus[0]: at the end of launch 0, rank 0's "
+                    "output chunk 0 holds input chunk 1 of rank 0; allreduce requires the sum of input chunk 0 of "
+                    "ranks {0,1}") != std::string::npos);
 }
 
 TEST_CASE("compile errors go to the err stream with exit code 1") {
@@ -83,7 +95,7 @@ TEST_CASE("-o writes the file and only on success") {
   llvm::SmallString<128> path;
   REQUIRE(!llvm::sys::fs::createTemporaryFile("mscclc-test", "json", path));
   llvm::sys::fs::remove(path);
-  Run ok = run({"-", "-o", std::string(path)}, kProgram);
+  Run ok = run({"-", "-o", std::string(path), "--no-verify"}, kProgram);
   REQUIRE(ok.rc == 0);
   CHECK(ok.out.empty());
   auto buf = llvm::MemoryBuffer::getFile(path);
@@ -160,6 +172,7 @@ TEST_CASE("the options struct drives a run without a command line, and runs are 
   o.input = "-";
   o.defines = {"n=3"};
   o.compact = true;
+  o.noVerify = true; // kProgram is a toy, not a correct AllReduce
   std::istringstream in(kProgram);
   std::string out, err;
   llvm::raw_string_ostream os(out), es(err);
@@ -168,7 +181,7 @@ TEST_CASE("the options struct drives a run without a command line, and runs are 
   CHECK(out.find("\"id\":2,") != std::string::npos);
   CHECK(out.find('\n') == out.size() - 1); // compact: one line
   // A command-line run right after sees none of it: indented, two ranks.
-  Run b = run({"-"}, kProgram);
+  Run b = run({"-", "--no-verify"}, kProgram);
   REQUIRE(b.rc == 0);
   CHECK(b.out.find("\"id\": 2,") == std::string::npos);
   CHECK(b.out.find("\n  ") != std::string::npos);
@@ -194,6 +207,7 @@ TEST_CASE("compilePlan returns the plan in memory") {
   msccl::driver::MscclcOptions o;
   o.input = "-";
   o.defines = {"n=4"};
+  o.noVerify = true; // kProgram is a toy, not a correct AllReduce
   std::istringstream in(kProgram);
   std::string err;
   llvm::raw_string_ostream es(err);

@@ -4,14 +4,15 @@
 # one recorded in extended/MANIFEST.tsv (made from the Python program's own output; that file says
 # how to regenerate the plan for a full plan-diff).
 #
-# usage: run_extended.sh MSCCLC PLAN_DIFF MANIFEST SOURCE WORK_DIR
+# usage: run_extended.sh MSCCLC PLAN_DIFF MANIFEST SOURCE WORK_DIR [MSCCLC-OPTION...]
 # Exit status: 0 identical, 1 different or compile failure, 77 (skip) without sha256sum.
 set -u
-if [ $# -ne 5 ]; then
-  echo "usage: $0 MSCCLC PLAN_DIFF MANIFEST SOURCE WORK_DIR" >&2
+if [ $# -lt 5 ]; then
+  echo "usage: $0 MSCCLC PLAN_DIFF MANIFEST SOURCE WORK_DIR [MSCCLC-OPTION...]" >&2
   exit 2
 fi
 mscclc=$1 plandiff=$2 manifest=$3 source=$4 work=$5
+shift 5
 command -v sha256sum > /dev/null || { echo "SKIP: sha256sum not found"; exit 77; }
 
 plan=$(basename "$source" .msccl)
@@ -27,6 +28,7 @@ rm -f "$out"
 cmd=("$mscclc" "$source" -o "$out")
 read -r -a words <<< "$defines"
 for d in "${words[@]}"; do cmd+=(-D "$d"); done
+cmd+=("$@")
 echo "+ ${cmd[*]}"
 if ! "${cmd[@]}"; then
   echo "FAIL: mscclc failed"

@@ -5,7 +5,8 @@
 # usage: run_golden.sh MSCCLC PLAN_DIFF SHARED_DIR GOLDEN SOURCE WORK_DIR [NAME=VALUE ...]
 #   GOLDEN   reference plan, relative to SHARED_DIR (e.g. golden/mscclpp-dsl/unit_tests__put__put_test.json)
 #   SOURCE   the .msccl file (absolute path)
-#   NAME=VALUE  extra -D overrides (used for the seed plans, which have no MANIFEST)
+#   NAME=VALUE  extra -D overrides (used for the seed plans, which have no MANIFEST); an argument
+#            starting with -- is passed to mscclc as it is (--no-verify)
 # When the reference plan's folder has a MANIFEST.tsv, the plan's generating-program arguments
 # (`--opt value`) are applied as `-D opt=value` overrides: integers as they are, anything else as a
 # string; `--num_gpus` sets the Python function parameter it feeds, `gpu_size`.
@@ -62,7 +63,12 @@ mkdir -p "$work"
 out="$work/$(basename "$source" .msccl).json"
 rm -f "$out"
 cmd=("$mscclc" "$source" -o "$out")
-for d in "${defines[@]}"; do cmd+=(-D "$d"); done
+for d in "${defines[@]}"; do
+  case "$d" in
+    --*) cmd+=("$d") ;; # an mscclc option (e.g. --no-verify for reference programs that are wrong)
+    *) cmd+=(-D "$d") ;;
+  esac
+done
 echo "+ ${cmd[*]}"
 if ! "${cmd[@]}"; then
   echo "FAIL: mscclc failed"

@@ -39,6 +39,7 @@ struct MscclcOptions {
   std::vector<std::string> printAfter;    ///< --print-after=PASS (pass names or `all`).
   bool noFusion = false;                  ///< --no-fusion
   bool noAutoSync = false;                ///< --no-auto-sync
+  bool noVerify = false;                  ///< --no-verify: skip the plan checks and the static verifier
   std::string instances;                  ///< --instances=N ("" = the program's).
   std::string protocol;                   ///< --protocol=P ("" = the program's).
   std::vector<std::string> optionOverrides; ///< --option NAME=VALUE, in order.
