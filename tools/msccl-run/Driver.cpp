@@ -12,6 +12,9 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Verify.h"
+#ifdef MSCCL_HAVE_MPI
+#include "msccl/runtime/DistributedRun.h"
+#endif
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_os_ostream.h>
@@ -59,6 +62,9 @@ cl::opt<std::string> PlansDir("plans", cl::desc("Pick per size a plan from DIR (
                               cl::init(""), cl::cat(Cat));
 cl::opt<std::string> CollectiveOpt("collective", cl::desc("With --plans: the collective to run"), cl::init("allreduce"),
                                    cl::cat(Cat));
+cl::opt<double> TimeoutOpt("timeout", cl::desc("Under mpirun: seconds a launch may take before every rank reports its "
+                                                "threadblocks and the run fails (default 60)"),
+                           cl::init(60), cl::cat(Cat));
 cl::opt<unsigned> NRanks("nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat));
 
 std::optional<uint64_t> parseBytes(const std::string &s) {
@@ -262,6 +268,33 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
     }
   }
 
+  // One process per rank when started by mpirun/srun: rank 0 prints the table, every rank its
+  // own errors (DistributedRun.h).
+#ifdef MSCCL_HAVE_MPI
+  std::unique_ptr<Communicator> comm;
+  if (Communicator::launchedByMpi()) {
+    if (Backend != "cpu" || RaceCheck)
+      return usage("under mpirun only the cpu backend runs, without --race-check");
+    if (!(TimeoutOpt > 0))
+      return usage("--timeout must be positive");
+    try {
+      comm = Communicator::initWorld(nullptr, nullptr);
+    } catch (const ExecutionError &e) {
+      err << "msccl-run: error: " << e.what() << "\n";
+      return 1;
+    }
+    for (const LoadedPlan &lp : plans)
+      if (lp.plan.gpus.size() != size_t(comm->size())) {
+        err << "msccl-run: error: rank " << comm->rank() << ": plan " << lp.file << " has " << lp.plan.gpus.size()
+            << " ranks but the job has " << comm->size() << " processes (run it with mpirun -np "
+            << lp.plan.gpus.size() << ")\n";
+        return 1;
+      }
+    if (comm->rank() != 0)
+      out.setstate(std::ios::badbit); // rank 0 prints
+  }
+#endif
+
   // Backend.
   registerCpuExecutor();
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
@@ -297,6 +330,10 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
 
   const bool check = Check && !NoCheck;
   out << "# msccl-run: backend " << ex->name() << " (" << ex->description() << ")\n";
+#ifdef MSCCL_HAVE_MPI
+  if (comm)
+    out << "# mpi: " << comm->size() << " processes, one rank each; " << comm->describeNodes() << "\n";
+#endif
   if (plans.size() == 1)
     out << "# plan " << plans[0].file << ": collective " << plans[0].plan.collective << ", "
         << plans[0].plan.gpus.size() << " ranks, protocol " << plans[0].plan.protocol << "\n";
@@ -348,7 +385,12 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       row.inplace = ro.inPlace.value_or(plan.inplace);
       row.redop = std::string(reduceOpName(userOp.value_or(planReduceOp(plan).value_or(ReduceOp::Sum))));
       try {
+#ifdef MSCCL_HAVE_MPI
+        RunReport rep = comm ? runCollectiveDistributed(*comm, plan, ro, DistributedOptions{TimeoutOpt})
+                             : runCollective(*ex, plan, ro);
+#else
         RunReport rep = runCollective(*ex, plan, ro);
+#endif
         row.redop = std::string(reduceOpName(rep.reduceOp));
         row.timeUs = rep.secondsPerLaunch * 1e6;
         row.algbw = rep.algbw;

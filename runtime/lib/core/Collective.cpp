@@ -107,6 +107,54 @@ std::string VerifyResult::describe() const {
   return s;
 }
 
+VerifyResult verifyRankOutput(CollectiveKind kind, uint32_t r, uint32_t n, const void *output, uint64_t inputBytes,
+                              uint64_t outputBytes, DataType type, ReduceOp op) {
+  VerifyResult res;
+  if (kind == CollectiveKind::Other)
+    return res;
+  res.checked = true;
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t outCount = outputBytes / es, inCount = inputBytes / es;
+  const bool isFloat16 = type == DataType::Float16 || type == DataType::BFloat16;
+  auto reduceAt = [&](uint64_t index) {
+    double acc = inputValue(0, index, n, type);
+    for (uint32_t q = 1; q < n; ++q)
+      acc = reduceValues(acc, inputValue(q, index, n, type), op);
+    if (type == DataType::UInt8)
+      acc = double(uint64_t(acc) % 256);
+    return acc;
+  };
+  for (uint64_t i = 0; i < outCount; ++i) {
+    double exp = 0;
+    switch (kind) {
+    case CollectiveKind::AllReduce: exp = reduceAt(i); break;
+    case CollectiveKind::AllGather: exp = inputValue(uint32_t(i / inCount), i % inCount, n, type); break;
+    case CollectiveKind::ReduceScatter: exp = reduceAt(uint64_t(r) * outCount + i); break;
+    case CollectiveKind::AllToAll: {
+      uint64_t block = outCount / n;
+      uint64_t s = i / block, j = i % block;
+      exp = inputValue(uint32_t(s), uint64_t(r) * block + j, n, type);
+      break;
+    }
+    case CollectiveKind::SendRecv: exp = inputValue((r + n - 1) % n, i, n, type); break;
+    case CollectiveKind::Other: break;
+    }
+    double got = loadElement(output, i, type);
+    bool ok = isFloat16 ? std::fabs(got - exp) <= 1e-2 * std::fabs(exp) : got == exp;
+    res.elements++;
+    if (!ok) {
+      if (res.wrong == 0) {
+        res.firstRank = r;
+        res.firstIndex = i;
+        res.expected = exp;
+        res.got = got;
+      }
+      res.wrong++;
+    }
+  }
+  return res;
+}
+
 VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
                            uint64_t outputBytes, DataType type, ReduceOp op) {
   VerifyResult res;
@@ -114,46 +162,16 @@ VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> 
     return res;
   res.checked = true;
   const uint32_t n = uint32_t(outputs.size());
-  const uint64_t es = dataTypeBytes(type);
-  const uint64_t outCount = outputBytes / es, inCount = inputBytes / es;
-  const bool isFloat16 = type == DataType::Float16 || type == DataType::BFloat16;
-  auto reduceAt = [&](uint64_t index) {
-    double acc = inputValue(0, index, n, type);
-    for (uint32_t r = 1; r < n; ++r)
-      acc = reduceValues(acc, inputValue(r, index, n, type), op);
-    if (type == DataType::UInt8)
-      acc = double(uint64_t(acc) % 256);
-    return acc;
-  };
   for (uint32_t r = 0; r < n; ++r) {
-    for (uint64_t i = 0; i < outCount; ++i) {
-      double exp = 0;
-      switch (kind) {
-      case CollectiveKind::AllReduce: exp = reduceAt(i); break;
-      case CollectiveKind::AllGather: exp = inputValue(uint32_t(i / inCount), i % inCount, n, type); break;
-      case CollectiveKind::ReduceScatter: exp = reduceAt(uint64_t(r) * outCount + i); break;
-      case CollectiveKind::AllToAll: {
-        uint64_t block = outCount / n;
-        uint64_t s = i / block, j = i % block;
-        exp = inputValue(uint32_t(s), uint64_t(r) * block + j, n, type);
-        break;
-      }
-      case CollectiveKind::SendRecv: exp = inputValue((r + n - 1) % n, i, n, type); break;
-      case CollectiveKind::Other: break;
-      }
-      double got = loadElement(outputs[r], i, type);
-      bool ok = isFloat16 ? std::fabs(got - exp) <= 1e-2 * std::fabs(exp) : got == exp;
-      res.elements++;
-      if (!ok) {
-        if (res.wrong == 0) {
-          res.firstRank = r;
-          res.firstIndex = i;
-          res.expected = exp;
-          res.got = got;
-        }
-        res.wrong++;
-      }
+    VerifyResult one = verifyRankOutput(kind, r, n, outputs[r], inputBytes, outputBytes, type, op);
+    if (one.wrong && res.wrong == 0) {
+      res.firstRank = one.firstRank;
+      res.firstIndex = one.firstIndex;
+      res.expected = one.expected;
+      res.got = one.got;
     }
+    res.wrong += one.wrong;
+    res.elements += one.elements;
   }
   return res;
 }
