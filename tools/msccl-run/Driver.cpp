@@ -285,9 +285,9 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
     }
     for (const LoadedPlan &lp : plans)
       if (lp.plan.gpus.size() != size_t(comm->size())) {
-        err << "msccl-run: error: rank " << comm->rank() << ": plan " << lp.file << " has " << lp.plan.gpus.size()
-            << " ranks but the job has " << comm->size() << " processes (run it with mpirun -np "
-            << lp.plan.gpus.size() << ")\n";
+        err << ("msccl-run: error: rank " + std::to_string(comm->rank()) + ": plan " + lp.file + " has " +
+                std::to_string(lp.plan.gpus.size()) + " ranks but the job has " + std::to_string(comm->size()) +
+                " processes (run it with mpirun -np " + std::to_string(lp.plan.gpus.size()) + ")\n");
         return 1;
       }
     if (comm->rank() != 0)

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -47,6 +48,12 @@ using cpu::Machine;
 using cpu::RankState;
 using cpu::Step;
 using cpu::TbState;
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
 
 uint64_t align64(uint64_t v) { return (v + 63) / 64 * 64; }
 
@@ -491,7 +498,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     };
     if (!comm.barrierUntil(deadline + grace))
       giveUp("the other ranks did not finish " + launchName + " within the timeout of " +
-             std::to_string(int(dist.timeoutSeconds)) + " s (a rank died or hangs)");
+             seconds(dist.timeoutSeconds) + " s (a rank died or hangs)");
     std::vector<std::string> balance;
     if (outcome == Ok)
       balance = cpu::balanceProblems(m, me);
@@ -509,7 +516,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     if (outcome == Timeout)
       throw ExecutionError(ErrorKind::Deadlock,
                            "rank " + std::to_string(me) + ": " + launchName + " did not finish within " +
-                               std::to_string(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
+                               seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
                                " unfinished threadblock(s) (" + proxy.describe() + "):",
                            diags);
     if (outcome == PeerStopped)
