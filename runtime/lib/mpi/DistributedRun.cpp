@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -225,6 +226,7 @@ public:
   }
 
   uint64_t bytesMoved = 0;
+  std::function<void()> onPush; ///< Wakes the main thread (the proxy) when work is queued.
 
 private:
   struct Request {
@@ -236,9 +238,13 @@ private:
   };
   void push(Request &&q) {
     uint32_t tb = q.tb;
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(q));
-    issued_[tb].fetch_add(1, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(q));
+      issued_[tb].fetch_add(1, std::memory_order_release);
+    }
+    if (onPush)
+      onPush();
   }
 
   NodeSharedMemory &shm_;
@@ -285,6 +291,24 @@ public:
     cv_.notify_all();
   }
   bool finished() const { return running_.load(std::memory_order_acquire) == 0; }
+  /// The main thread idles until a tb queues port work or finishes, or a short tick passes
+  /// (the proxy must also let MPI progress incoming one-sided traffic).
+  void waitActivity(Backoff &backoff) {
+    if (backoff.n < 32) {
+      backoff.pause();
+      return;
+    }
+    std::unique_lock<std::mutex> lock(activityMu_);
+    activityCv_.wait_for(lock, std::chrono::microseconds(100), [&] { return activity_; });
+    activity_ = false;
+  }
+  void notifyActivity() {
+    {
+      std::lock_guard<std::mutex> lock(activityMu_);
+      activity_ = true;
+    }
+    activityCv_.notify_one();
+  }
   const std::vector<TbState> &states() const { return states_; }
 
   std::atomic<bool> stop{false}, failed{false};
@@ -303,6 +327,7 @@ private:
       }
       runTb(states_[t]);
       running_.fetch_sub(1, std::memory_order_acq_rel);
+      notifyActivity();
     }
   }
   void runTb(TbState &s) {
@@ -335,8 +360,9 @@ private:
   uint32_t rank_;
   std::vector<TbState> states_;
   std::vector<std::thread> threads_;
-  std::mutex mu_, errMu_;
-  std::condition_variable cv_;
+  std::mutex mu_, errMu_, activityMu_;
+  std::condition_variable cv_, activityCv_;
+  bool activity_ = false;
   uint64_t generation_ = 0;
   bool quit_ = false;
   std::atomic<uint32_t> running_{0};
@@ -420,6 +446,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
   Proxy proxy(*shm, layouts, lowered.gpus[me].threadblocks.size());
   m.port = &proxy;
   TbPool pool(m, me);
+  proxy.onPush = [&pool] { pool.notifyActivity(); };
   uint8_t *segment = shm->local();
   auto *abortWord = reinterpret_cast<uint64_t *>(segment + layouts[me].abortWord);
 
@@ -437,11 +464,17 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     proxy.reset();
   };
 
-  auto launch = [&](uint64_t launchIndex) {
+  // One launch on this rank: no collective (ranks drift apart as GPUs do; cumulative signal
+  // counters and LL flags carry over). Returns Ok, or why it stopped with `diags` filled.
+  std::vector<std::string> diags;
+  std::string stoppedIn;
+  double deadline = 0;
+  auto launch = [&](uint64_t launchIndex) -> Outcome {
     m.flag = uint32_t(launchIndex + 1);
     for (RankState &rs : m.ranks)
       rs.scratchOffset = (plan.useDoubleScratchBuffer && m.flag % 2 == 0) ? rs.scratchHalf : 0;
-    const double deadline = monotonicSeconds() + dist.timeoutSeconds;
+    deadline = monotonicSeconds() + dist.timeoutSeconds;
+    stoppedIn = "launch " + std::to_string(launchIndex + 1) + " (flag " + std::to_string(m.flag) + ")";
     pool.start();
     Outcome outcome = Ok;
     Backoff backoff;
@@ -465,10 +498,9 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
         backoff.reset();
       } else {
         shm->progress();
-        backoff.pause();
+        pool.waitActivity(backoff);
       }
     }
-    std::vector<std::string> diags;
     if (outcome != Ok) {
       pool.stop.store(true);
       while (!pool.finished())
@@ -476,28 +508,32 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
       proxy.discard();
       if (pool.failed.load())
         outcome = Failed;
-      if (outcome == Failed) {
-        // Tell every other rank to stop waiting for this one.
+      if (outcome == Failed) // tell every other rank to stop waiting for this one
         for (uint32_t r = 0; r < n; ++r)
           if (r != me)
             shm->add(int(r), layouts[r].abortWord, 1);
-      }
       for (const TbState &s : pool.states())
         if (!s.done)
           diags.push_back(cpu::blockedLine(s));
     }
     shm->flushAll();
+    return outcome;
+  };
+
+  // End of an execute (every rank calls it exactly once, whatever happened): barrier, balance
+  // check of this rank's counters, agreement on the outcome; throws the same kind everywhere.
+  auto settle = [&](Outcome outcome) {
     const double grace = std::max(2.0, 0.5 * dist.timeoutSeconds);
-    const std::string launchName = "launch " + std::to_string(launchIndex + 1) + " (flag " + std::to_string(m.flag) + ")";
     auto giveUp = [&](const std::string &what) {
-      std::cerr << "msccl-run: rank " << me << ": " << what << "; aborting the job\n";
+      std::string msg = "msccl-run: rank " + std::to_string(me) + ": " + what + "; aborting the job\n";
       for (const std::string &d : diags)
-        std::cerr << "  " << d << "\n";
+        msg += "  " + d + "\n";
+      std::cerr << msg;
       std::cerr.flush();
       comm.abort(1);
     };
-    if (!comm.barrierUntil(deadline + grace))
-      giveUp("the other ranks did not finish " + launchName + " within the timeout of " +
+    if (!comm.barrierUntil(monotonicSeconds() + dist.timeoutSeconds + grace))
+      giveUp("the other ranks did not finish " + stoppedIn + " within the timeout of " +
              seconds(dist.timeoutSeconds) + " s (a rank died or hangs)");
     std::vector<std::string> balance;
     if (outcome == Ok)
@@ -505,43 +541,47 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     uint64_t code = outcome == Ok && !balance.empty() ? uint64_t(Failed) : uint64_t(outcome);
     uint64_t worst = code;
     if (!comm.allReduceMaxUntil(worst, monotonicSeconds() + grace))
-      giveUp("the ranks did not agree on the outcome of " + launchName);
+      giveUp("the ranks did not agree on the outcome of " + stoppedIn);
     if (worst == Ok)
       return;
     if (outcome == Failed && pool.error)
       throw ExecutionError(pool.error->kind(), "rank " + std::to_string(me) + ": " + pool.error->summary(),
                            pool.error->diagnostics());
     if (!balance.empty())
-      throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + launchName + ":", balance);
+      throw ExecutionError(ErrorKind::Misuse,
+                           "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + stoppedIn +
+                               " (signal and semaphore counts carry over launches; checked after the last):",
+                           balance);
     if (outcome == Timeout)
       throw ExecutionError(ErrorKind::Deadlock,
-                           "rank " + std::to_string(me) + ": " + launchName + " did not finish within " +
+                           "rank " + std::to_string(me) + ": " + stoppedIn + " did not finish within " +
                                seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
                                " unfinished threadblock(s) (" + proxy.describe() + "):",
                            diags);
     if (outcome == PeerStopped)
       throw ExecutionError(ErrorKind::Misuse,
-                           "rank " + std::to_string(me) + ": stopped in " + launchName +
+                           "rank " + std::to_string(me) + ": stopped in " + stoppedIn +
                                " because another rank failed (see its report); unfinished threadblocks here:",
                            diags);
-    // This rank was fine; another one failed or timed out.
     throw ExecutionError(worst == Timeout ? ErrorKind::Deadlock : ErrorKind::Misuse,
-                         "rank " + std::to_string(me) + ": finished " + launchName + ", but another rank " +
+                         "rank " + std::to_string(me) + ": finished " + stoppedIn + ", but another rank " +
                              (worst == Timeout ? "timed out" : "failed") + " (see its report)");
   };
 
   auto execute = [&](unsigned warmup, unsigned iterations) {
     resetData();
+    diags.clear();
     comm.barrier();
     uint64_t launchIndex = 0;
-    for (unsigned i = 0; i < warmup; ++i)
-      launch(launchIndex++);
-    comm.barrier();
+    Outcome outcome = Ok;
+    for (unsigned i = 0; i < warmup && outcome == Ok; ++i)
+      outcome = launch(launchIndex++);
     auto t0 = std::chrono::steady_clock::now();
-    for (unsigned i = 0; i < iterations; ++i)
-      launch(launchIndex++);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return comm.allReduceMax(seconds);
+    for (unsigned i = 0; i < iterations && outcome == Ok; ++i)
+      outcome = launch(launchIndex++);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    settle(outcome);
+    return comm.allReduceMax(secs);
   };
   auto setTiming = [&](double seconds, unsigned launches) {
     rep.secondsPerLaunch = seconds / launches;
