@@ -101,6 +101,10 @@ struct TbState {
   uint64_t barrierGeneration = 0;
   std::vector<int64_t> semOld;    ///< sem_acquire: value each id had when this tb decremented it.
   std::string blockedOn;          ///< Why the current op is blocked (for deadlock reports).
+  /// A blocked wait on a signal counter: its low 32 bits and the value seen, so a thread can
+  /// sleep on it (futex) until a signaller wakes it (Machine::wakeWaiters). Null otherwise.
+  const uint32_t *waitWord = nullptr;
+  uint32_t waitValue = 0;
 };
 
 class RaceChecker;
@@ -117,6 +121,9 @@ struct Machine {
   uint64_t opsExecuted = 0;
   RaceChecker *race = nullptr; ///< Non-null when CpuExecutorOptions::raceCheck is on.
   PortTransport *port = nullptr; ///< Non-null in the MPI executor.
+  /// Memory-channel signals wake threads sleeping on the counter (futex; the MPI executor,
+  /// where waiters sleep instead of being polled by a scheduler).
+  bool wakeWaiters = false;
   std::mutex barrierMutex;       ///< Barriers of concurrently running threadblocks.
 };
 

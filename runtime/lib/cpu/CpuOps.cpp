@@ -21,7 +21,13 @@
 #include "msccl/runtime/Elements.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace msccl::runtime::cpu {
 using namespace msccl::plan;
@@ -179,8 +185,12 @@ struct Ctx {
       misuse("signal on memory channel " + std::to_string(channel) + " to rank " + std::to_string(ch.peer) +
              ", which is on another node (memory channels reach only ranks of the same node)");
     const bool relaxed = ct == ChannelType::Memory && op.type == OpType::RelaxedSignal;
-    (ct == ChannelType::Memory ? peer.memSignals : peer.portSignals)
-        .add(ch.peerChannel, 1, relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
+    auto &words = ct == ChannelType::Memory ? peer.memSignals : peer.portSignals;
+    words.add(ch.peerChannel, 1, relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
+#ifdef __linux__
+    if (m.wakeWaiters) // shared futex: the waiter may be another process of the node
+      syscall(SYS_futex, reinterpret_cast<uint32_t *>(words.p + ch.peerChannel), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+#endif
     if (m.race)
       m.race->signal(tb, ct, ch.peer, ch.peerChannel, ct == ChannelType::Port || op.type != OpType::RelaxedSignal,
                      ct == ChannelType::Memory && (op.type == OpType::PutWithSignal ||
@@ -209,6 +219,8 @@ struct Ctx {
         continue;
       }
       const ResolvedChannel &ch = list[c];
+      tb.waitWord = reinterpret_cast<const uint32_t *>(sig.p + c); // low half (little endian)
+      tb.waitValue = uint32_t(sig.load(c, __ATOMIC_RELAXED));
       tb.blockedOn = "waits for a signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(c) +
                      " from rank " + std::to_string(ch.peer) +
                      (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")
@@ -748,6 +760,7 @@ struct Ctx {
 } // namespace
 
 Step stepOp(Machine &m, TbState &tb, const LoweredOp &op) {
+  tb.waitWord = nullptr;
   Ctx c{m, tb, op};
   return c.run();
 }

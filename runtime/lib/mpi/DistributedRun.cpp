@@ -34,6 +34,11 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -75,6 +80,17 @@ struct Backoff {
     }
   }
 };
+
+void sleepOn(const uint32_t *word, uint32_t seen) {
+#ifdef __linux__
+  struct timespec ts = {0, 200 * 1000};
+  syscall(SYS_futex, const_cast<uint32_t *>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+#else
+  (void)word;
+  (void)seen;
+  std::this_thread::sleep_for(std::chrono::microseconds(200));
+#endif
+}
 
 struct SegmentLayout {
   uint64_t abortWord = 0, memSignals = 0, portSignals = 0, input = 0, output = 0, scratch = 0, total = 0;
@@ -343,6 +359,11 @@ private:
           backoff.reset();
         } else if (st == Step::Progress) {
           backoff.reset();
+        } else if (s.waitWord && backoff.n >= 128) {
+          // Sleep on the signal counter until a signaller wakes us (or 200 us: port signals
+          // arrive through MPI without a wake).
+          ++backoff.n;
+          sleepOn(s.waitWord, s.waitValue);
         } else {
           backoff.pause();
         }
@@ -445,6 +466,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
 
   Proxy proxy(*shm, layouts, lowered.gpus[me].threadblocks.size());
   m.port = &proxy;
+  m.wakeWaiters = true;
   TbPool pool(m, me);
   proxy.onPush = [&pool] { pool.notifyActivity(); };
   uint8_t *segment = shm->local();
