@@ -105,6 +105,7 @@ struct TbState {
   /// sleep on it (futex) until a signaller wakes it (Machine::wakeWaiters). Null otherwise.
   const uint32_t *waitWord = nullptr;
   uint32_t waitValue = 0;
+  bool waitWoken = true; ///< False for port signals (they arrive through the network, unannounced).
 };
 
 class RaceChecker;

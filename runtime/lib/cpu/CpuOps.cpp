@@ -221,6 +221,7 @@ struct Ctx {
       const ResolvedChannel &ch = list[c];
       tb.waitWord = reinterpret_cast<const uint32_t *>(sig.p + c); // low half (little endian)
       tb.waitValue = uint32_t(sig.load(c, __ATOMIC_RELAXED));
+      tb.waitWoken = ct == ChannelType::Memory;
       tb.blockedOn = "waits for a signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(c) +
                      " from rank " + std::to_string(ch.peer) +
                      (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")

@@ -81,14 +81,14 @@ struct Backoff {
   }
 };
 
-void sleepOn(const uint32_t *word, uint32_t seen) {
+void sleepOn(const uint32_t *word, uint32_t seen, long us) {
 #ifdef __linux__
-  struct timespec ts = {0, 200 * 1000};
+  struct timespec ts = {0, us * 1000};
   syscall(SYS_futex, const_cast<uint32_t *>(word), FUTEX_WAIT, seen, &ts, nullptr, 0);
 #else
   (void)word;
   (void)seen;
-  std::this_thread::sleep_for(std::chrono::microseconds(200));
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
 #endif
 }
 
@@ -309,13 +309,13 @@ public:
   bool finished() const { return running_.load(std::memory_order_acquire) == 0; }
   /// The main thread idles until a tb queues port work or finishes, or a short tick passes
   /// (the proxy must also let MPI progress incoming one-sided traffic).
-  void waitActivity(Backoff &backoff) {
+  void waitActivity(Backoff &backoff, long tickUs) {
     if (backoff.n < 32) {
       backoff.pause();
       return;
     }
     std::unique_lock<std::mutex> lock(activityMu_);
-    activityCv_.wait_for(lock, std::chrono::microseconds(100), [&] { return activity_; });
+    activityCv_.wait_for(lock, std::chrono::microseconds(tickUs), [&] { return activity_; });
     activity_ = false;
   }
   void notifyActivity() {
@@ -363,7 +363,7 @@ private:
           // Sleep on the signal counter until a signaller wakes us (or 200 us: port signals
           // arrive through MPI without a wake).
           ++backoff.n;
-          sleepOn(s.waitWord, s.waitValue);
+          sleepOn(s.waitWord, s.waitValue, s.waitWoken ? 200 : 20);
         } else {
           backoff.pause();
         }
@@ -491,6 +491,10 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
   std::vector<std::string> diags;
   std::string stoppedIn;
   double deadline = 0;
+  // With port channels the proxy ticks often: incoming one-sided traffic needs MPI progress here.
+  bool hasPortChannels = false;
+  for (uint32_t r = 0; r < n; ++r)
+    hasPortChannels |= !resolved.gpus[r].portChannels.empty();
   auto launch = [&](uint64_t launchIndex) -> Outcome {
     m.flag = uint32_t(launchIndex + 1);
     for (RankState &rs : m.ranks)
@@ -520,7 +524,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
         backoff.reset();
       } else {
         shm->progress();
-        pool.waitActivity(backoff);
+        pool.waitActivity(backoff, hasPortChannels ? 20 : 200);
       }
     }
     if (outcome != Ok) {

@@ -123,7 +123,7 @@ void proxy(Communicator &comm, const std::string &dir, unsigned iters) {
       std::fprintf(stderr, "msccl-bench-mpi proxy: run 2 processes on 2 nodes (MSCCL_RANKS_PER_NODE=1 mpirun -np 2)\n");
     return;
   }
-  plan::Plan plan = plan::readPlanFile(compile(comm, "sendrecv/pairs", "-D inplace=false", dir));
+  plan::Plan plan = plan::readPlanFile(compile(comm, "sendrecv/pairs", "-D inplace=false -D ranks_per_node=1", dir));
   if (comm.rank() == 0)
     std::printf("# msccl-bench-mpi proxy: 2 processes, %s; one direction each way at once\n"
                 "# %10s %14s %14s %8s\n",
