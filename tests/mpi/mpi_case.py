@@ -10,6 +10,8 @@ Cases (--case):
             (plus a margin) with a report from every rank naming its threadblock, op and JSON path.
   killed    one rank is killed (SIGKILL) while the others wait for it: mpirun must end with an
             error, not hang.
+  misuse    a plan whose signals are never waited for: the rank that finds it reports it, the
+            others say another rank failed, the run exits non-zero.
   mismatch  a plan for more ranks than processes: a clear error from every rank.
   netns     two "hosts" in two network namespaces joined by a veth pair (root and `ip netns`
             needed; skipped with a message elsewhere): port channels cross a real network (TCP).
@@ -178,6 +180,21 @@ def case_killed(args, tmp):
     return 0
 
 
+def case_misuse(args, tmp):
+    cmd = mpirun_cmd(args, 2) + [args.run, args.plan, "--size", "4096", "--timeout", "20"]
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    print(p.stdout)
+    ok = p.returncode != 0
+    if not re.search(r"rank 1 memory channel 0 \(to rank 0\) received \d+ signal\(s\) but waited 0 time\(s\)", p.stdout):
+        print("FAIL: rank 1 did not report its unbalanced channel")
+        ok = False
+    if "rank 0: finished launch" not in p.stdout or "another rank failed" not in p.stdout:
+        print("FAIL: rank 0 did not say that another rank failed")
+        ok = False
+    return 0 if ok else 1
+
+
 def case_mismatch(args, tmp):
     plan_path = compile_plan(args, tmp, "allreduce/ring", ["ranks=4"])
     cmd = mpirun_cmd(args, 2) + [args.run, plan_path]
@@ -259,7 +276,7 @@ def case_netns(args, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--case", required=True, choices=["equiv", "deadlock", "killed", "mismatch", "netns"])
+    ap.add_argument("--case", required=True, choices=["equiv", "deadlock", "killed", "misuse", "mismatch", "netns"])
     ap.add_argument("--mscclc", required=True)
     ap.add_argument("--msccl-run", dest="run", required=True)
     ap.add_argument("--mpirun", required=True)

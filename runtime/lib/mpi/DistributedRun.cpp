@@ -97,7 +97,7 @@ struct SegmentLayout {
   uint64_t dataBytes = 0; ///< Bytes of the input/output region(s) (zeroed per execute).
 };
 
-SegmentLayout layoutFor(const Plan &plan, const ResolvedPlan &resolved, const LoweredPlan &lowered, uint32_t r,
+SegmentLayout layoutFor(const ResolvedPlan &resolved, const LoweredPlan &lowered, uint32_t r,
                         const MessageSizes &ms, bool inPlace, CollectiveKind kind) {
   SegmentLayout l;
   l.abortWord = 0;
@@ -117,7 +117,6 @@ SegmentLayout layoutFor(const Plan &plan, const ResolvedPlan &resolved, const Lo
     l.dataBytes = l.output + ms.outputBytes - data;
     l.scratch = align64(l.output + ms.outputBytes);
   }
-  (void)plan;
   l.total = l.scratch + lowered.gpus[r].scratchBytes;
   return l;
 }
@@ -424,7 +423,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
   LoweredPlan lowered = lowerPlan(plan, resolved, ms->inputBytes, ms->outputBytes);
   std::vector<SegmentLayout> layouts;
   for (uint32_t r = 0; r < n; ++r)
-    layouts.push_back(layoutFor(plan, resolved, lowered, r, *ms, rep.inPlace, kind));
+    layouts.push_back(layoutFor(resolved, lowered, r, *ms, rep.inPlace, kind));
   std::unique_ptr<NodeSharedMemory> shm = comm.allocateShared(layouts[me].total);
 
   Machine m;
