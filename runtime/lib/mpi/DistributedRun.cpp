@@ -288,8 +288,10 @@ public:
       t.join();
   }
 
-  /// Start a launch: every tb from pc 0.
-  void start() {
+  /// Start a launch: every tb from pc 0, on the pool's threads, or (`inlineRun`, a rank with
+  /// one threadblock) left for runInline on the caller's thread, which saves two thread wake-ups
+  /// per launch.
+  void start(bool inlineRun = false) {
     for (uint32_t t = 0; t < states_.size(); ++t) {
       states_[t] = cpu::makeTbState(m_, rank_, t, t);
       if (!states_[t].done)
@@ -299,11 +301,27 @@ public:
     failed.store(false);
     error.reset();
     running_.store(uint32_t(states_.size()));
+    if (inlineRun)
+      return;
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++generation_;
     }
     cv_.notify_all();
+  }
+  size_t size() const { return states_.size(); }
+  /// Run the only threadblock here; `shouldStop()` is asked before every step (true: stop).
+  template <class Stop> void runInline(Stop shouldStop) {
+    runTb(states_[0], [&] {
+      if (stop.load(std::memory_order_relaxed))
+        return true;
+      if (shouldStop()) {
+        stop.store(true);
+        return true;
+      }
+      return false;
+    });
+    running_.store(0, std::memory_order_release);
   }
   bool finished() const { return running_.load(std::memory_order_acquire) == 0; }
   /// The main thread idles until a tb queues port work or finishes, or a short tick passes
@@ -340,16 +358,16 @@ private:
           return;
         seen = generation_;
       }
-      runTb(states_[t]);
+      runTb(states_[t], [this] { return stop.load(std::memory_order_relaxed); });
       running_.fetch_sub(1, std::memory_order_acq_rel);
       notifyActivity();
     }
   }
-  void runTb(TbState &s) {
+  template <class Stop> void runTb(TbState &s, Stop shouldStop) {
     Backoff backoff;
     try {
       while (!s.done) {
-        if (stop.load(std::memory_order_relaxed))
+        if (shouldStop())
           return;
         Step st = cpu::stepOp(m_, s, s.tb->ops[s.pc]);
         if (st == Step::Done) {
@@ -500,10 +518,26 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
       rs.scratchOffset = (plan.useDoubleScratchBuffer && m.flag % 2 == 0) ? rs.scratchHalf : 0;
     deadline = monotonicSeconds() + dist.timeoutSeconds;
     stoppedIn = "launch " + std::to_string(launchIndex + 1) + " (flag " + std::to_string(m.flag) + ")";
-    pool.start();
     Outcome outcome = Ok;
+    auto check = [&]() -> bool {
+      if (__atomic_load_n(abortWord, __ATOMIC_ACQUIRE) != 0)
+        outcome = PeerStopped;
+      else if (monotonicSeconds() > deadline)
+        outcome = Timeout;
+      return outcome != Ok;
+    };
+    if (pool.size() == 1 && !hasPortChannels) {
+      pool.start(/*inlineRun=*/true);
+      pool.runInline(check);
+      if (pool.failed.load())
+        outcome = Failed;
+    } else {
+      pool.start();
+    }
     Backoff backoff;
     for (;;) {
+      if (outcome != Ok)
+        break;
       bool worked = proxy.poll();
       if (pool.finished() && proxy.idle())
         break;
