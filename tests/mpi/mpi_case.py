@@ -47,14 +47,15 @@ def env_with(extra):
 
 
 def rows(text):
+    """The table rows of msccl-run's output (launcher warnings and error lines are ignored)."""
     out = []
     for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
         f = line.split()
-        if "skipped:" in line:
+        if not f or not f[0].isdigit():
+            continue
+        if len(f) > 1 and f[1] == "skipped:":
             out.append((f[0], "skipped"))
-        else:
+        elif len(f) >= 9:
             out.append((f[0], f[1], f[7]))  # size, count, #wrong
     return out
 
