@@ -292,6 +292,7 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       }
     if (comm->rank() != 0)
       out.setstate(std::ios::badbit); // rank 0 prints
+    std::setvbuf(stderr, nullptr, _IOLBF, 1 << 16); // whole lines, so ranks' reports do not interleave
   }
 #endif
 

@@ -408,12 +408,18 @@ private:
 
 enum Outcome : uint64_t { Ok = 0, PeerStopped = 1, Timeout = 2, Failed = 3 };
 
+/// Set (the same on every rank) once a launch timed out: later calls do not run, so a sweep over
+/// a deadlocking plan ends after one timeout instead of one per size.
+std::string gTimedOut;
+
 } // namespace
 
 RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,
                                    const DistributedOptions &dist) {
   const uint32_t n = uint32_t(plan.gpus.size());
   const uint32_t me = uint32_t(comm.rank());
+  if (!gTimedOut.empty())
+    throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
   if (int(n) != comm.size())
     throw ExecutionError(ErrorKind::InvalidPlan,
                          "the plan has " + std::to_string(n) + " ranks but the job has " + std::to_string(comm.size()) +
@@ -603,6 +609,8 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
       giveUp("the ranks did not agree on the outcome of " + stoppedIn);
     if (worst == Ok)
       return;
+    if (worst == Timeout)
+      gTimedOut = "size " + std::to_string(o.size) + " timed out in " + stoppedIn;
     if (outcome == Failed && pool.error)
       throw ExecutionError(pool.error->kind(), "rank " + std::to_string(me) + ": " + pool.error->summary(),
                            pool.error->diagnostics());
