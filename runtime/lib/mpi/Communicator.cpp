@@ -79,8 +79,6 @@ bool Communicator::launchedByMpi() {
   return false;
 }
 
-bool Communicator::available() { return true; }
-
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Communicator::~Communicator() {

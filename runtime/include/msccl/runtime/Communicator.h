@@ -41,9 +41,6 @@ public:
   /// PMI/PMIx variables of srun and others). Does not initialise MPI.
   static bool launchedByMpi();
 
-  /// Whether this build has MPI support (find_package(MPI) at configure time).
-  static bool available();
-
   /// Initialise MPI (once per process) and build the world communicator and its node split.
   /// Throws ExecutionError(Backend) without MPI support, on MPI errors, on a bad
   /// MSCCL_RANKS_PER_NODE (not a positive integer, or grouping ranks that share no memory).
@@ -69,9 +66,10 @@ public:
   double allReduceMax(double v);
   void barrier();
   /// A barrier that gives up at `deadline` (seconds of steady clock, as monotonicSeconds()):
-  /// returns false when some rank did not arrive in time.
+  /// returns false when some rank did not arrive in time (then only abort() is left).
   bool barrierUntil(double deadline);
-  /// Max-reduce of `v` that gives up at `deadline`; nullopt-like false return on timeout.
+  /// Max-reduce of `v` (in place) that gives up at `deadline`: false on timeout, `v` unchanged.
+  /// After a timeout the communicator is only good for abort() (the request stays pending).
   bool allReduceMaxUntil(uint64_t &v, double deadline);
   /// Give up the whole job with `code` (MPI_Abort): every process exits, none stays behind.
   [[noreturn]] void abort(int code);
