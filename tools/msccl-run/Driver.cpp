@@ -283,6 +283,15 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       err << "msccl-run: error: " << e.what() << "\n";
       return 1;
     }
+    if (!PlansDir.empty()) // --plans: those for the job's rank count
+      plans.erase(std::remove_if(plans.begin(), plans.end(),
+                                 [&](const LoadedPlan &lp) { return lp.plan.gpus.size() != size_t(comm->size()); }),
+                  plans.end());
+    if (plans.empty()) {
+      err << ("msccl-run: error: no plan in " + std::string(PlansDir) + " has " + std::to_string(comm->size()) +
+              " ranks (the job's process count)\n");
+      return 1;
+    }
     for (const LoadedPlan &lp : plans)
       if (lp.plan.gpus.size() != size_t(comm->size())) {
         err << ("msccl-run: error: rank " + std::to_string(comm->rank()) + ": plan " + lp.file + " has " +
