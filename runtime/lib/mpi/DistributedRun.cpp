@@ -279,6 +279,7 @@ public:
       threads_.emplace_back([this, t] { threadMain(t); });
   }
   ~TbPool() {
+    stop.store(true); // threads still in a launch (an exception left it) stop at their next step
     {
       std::lock_guard<std::mutex> lock(mu_);
       quit_ = true;
