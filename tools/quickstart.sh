@@ -17,7 +17,7 @@ case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esa
 
 # --- 1. Debian packages ---------------------------------------------------------------------
 packages=(cmake ninja-build g++ antlr4 libantlr4-runtime-dev nlohmann-json3-dev catch2
-          llvm-14-dev llvm-14-tools python3 vim)
+          llvm-14-dev llvm-14-tools python3 vim openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,6 +15,9 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Verify.h"
+#ifdef MSCCL_HAVE_MPI
+#include "msccl/runtime/DistributedRun.h"
+#endif
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/CommandLine.h>
@@ -92,6 +95,10 @@ struct CommandLine {
   cl::opt<std::string> collective{"collective", cl::desc("With --plans: the collective to run"),
                                   cl::init("allreduce"), cl::cat(Cat)};
   cl::opt<unsigned> nranks{"nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat)};
+  cl::opt<double> timeout{"timeout",
+                          cl::desc("Under mpirun: seconds a launch may take before every rank reports its "
+                                   "threadblocks and the run fails (default 60)"),
+                          cl::init(60), cl::value_desc("SECONDS"), cl::cat(Cat)};
   cl::opt<double> progressAfter{"progress-after",
                                 cl::desc("Print progress on stderr once the run takes longer than SECONDS "
                                          "(default 3; negative: never)"),
@@ -102,7 +109,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(timeout)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -147,6 +154,9 @@ std::string toOptions(const CommandLine &c, Options &o) {
   o.plansDir = c.plans;
   o.collective = c.collective;
   o.nranks = c.nranks;
+  if (!(c.timeout > 0))
+    return "--timeout must be positive";
+  o.timeoutSeconds = c.timeout;
   std::optional<DataType> dt = parseDataType(c.dataType);
   if (!dt)
     return "unknown data type '" + c.dataType + "' (float16, bfloat16, float32, int32, uint32, uint8)";
@@ -451,7 +461,14 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex) {
 }
 
 /// Runs one size on `chosen` and fills the row's measurements and status.
-void runSize(Executor &ex, const LoadedPlan &chosen, const Options &o, Row &row) {
+/// The MPI communicator when msccl-run runs one process per rank (null: all ranks in this process).
+struct Distributed {
+#ifdef MSCCL_HAVE_MPI
+  std::unique_ptr<Communicator> comm;
+#endif
+};
+
+void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, const Options &o, Row &row) {
   const Plan &plan = chosen.plan;
   RunOptions ro;
   ro.size = row.size;
@@ -464,7 +481,12 @@ void runSize(Executor &ex, const LoadedPlan &chosen, const Options &o, Row &row)
   ro.check = o.check;
   ro.planValidated = true; // loadSinglePlan / loadPlanFolder validated it once
   try {
+#ifdef MSCCL_HAVE_MPI
+    RunReport rep = dist.comm ? runCollectiveDistributed(*dist.comm, plan, ro, DistributedOptions{o.timeoutSeconds})
+                              : runCollective(ex, plan, ro);
+#else
     RunReport rep = runCollective(ex, plan, ro);
+#endif
     if (!row.redop.empty())
       row.redop = std::string(reduceOpName(rep.reduceOp));
     row.ran = true;
@@ -494,7 +516,8 @@ void runSize(Executor &ex, const LoadedPlan &chosen, const Options &o, Row &row)
 }
 
 /// Makes the row of one size: picks the first plan that can take it, or says why none can.
-Row measureSize(Executor &ex, uint64_t size, const Options &o, const std::vector<LoadedPlan> &plans) {
+Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Options &o,
+                const std::vector<LoadedPlan> &plans) {
   Row row;
   row.size = size;
   row.count = size / dataTypeBytes(o.dataType);
@@ -532,7 +555,7 @@ Row measureSize(Executor &ex, uint64_t size, const Options &o, const std::vector
   row.collective = chosen->plan.collective;
   row.inplace = o.inPlace.value_or(chosen->plan.inplace);
   setRedop(&chosen->plan);
-  runSize(ex, *chosen, o, row);
+  runSize(ex, dist, *chosen, o, row);
   return row;
 }
 
@@ -634,9 +657,55 @@ int parseCommandLine(int argc, const char *const *argv, Options &options, std::o
   return -1;
 }
 
+/// One process per rank when started by mpirun/srun (DistributedRun.h): joins the MPI job, keeps
+/// the plans for its rank count, and lets rank 0 alone print the table (every rank prints its own
+/// errors). Returns an exit status to stop with, or nullopt to go on (also outside MPI).
+std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &plans, Distributed &dist,
+                                    std::ostream &out, std::ostream &err) {
+#ifdef MSCCL_HAVE_MPI
+  if (!Communicator::launchedByMpi())
+    return std::nullopt;
+  if (o.backend != "cpu" || o.raceCheck) {
+    err << "msccl-run: error: under mpirun only the cpu backend runs, without --race-check\n";
+    return 2;
+  }
+  try {
+    dist.comm = Communicator::initWorld(nullptr, nullptr);
+  } catch (const ExecutionError &e) {
+    err << "msccl-run: error: " << e.what() << "\n";
+    return 1;
+  }
+  const size_t world = size_t(dist.comm->size());
+  if (!o.plansDir.empty()) // --plans: those for the job's rank count
+    plans.erase(std::remove_if(plans.begin(), plans.end(),
+                               [&](const LoadedPlan &lp) { return lp.plan.gpus.size() != world; }),
+                plans.end());
+  if (plans.empty()) {
+    err << "msccl-run: error: no plan in " << o.plansDir << " has " << world << " ranks (the job's process count)\n";
+    return 1;
+  }
+  for (const LoadedPlan &lp : plans)
+    if (lp.plan.gpus.size() != world) {
+      err << "msccl-run: error: rank " << dist.comm->rank() << ": plan " << lp.file << " has " << lp.plan.gpus.size()
+          << " ranks but the job has " << world << " processes (run it with mpirun -np " << lp.plan.gpus.size()
+          << ")\n";
+      return 1;
+    }
+  if (dist.comm->rank() != 0)
+    out.setstate(std::ios::badbit); // rank 0 prints
+  std::setvbuf(stderr, nullptr, _IOLBF, 1 << 16); // whole lines, so ranks' reports do not interleave
+#else
+  (void)o, (void)plans, (void)dist, (void)out, (void)err;
+#endif
+  return std::nullopt;
+}
+
 int runDriver(const Options &o, std::ostream &out, std::ostream &err) {
   std::vector<LoadedPlan> plans;
   if (std::optional<int> rc = o.plansDir.empty() ? loadSinglePlan(o, plans, err) : loadPlanFolder(o, plans, err))
+    return *rc;
+  Distributed dist;
+  if (std::optional<int> rc = startDistributed(o, plans, dist, out, err))
     return *rc;
   const std::vector<uint64_t> sizes = sweepSizes(o, plans);
   std::unique_ptr<Executor> ex = makeBackend(o, err);
@@ -652,12 +721,17 @@ int runDriver(const Options &o, std::ostream &out, std::ostream &err) {
   }
 
   printHeader(out, o, *ex, plans);
+#ifdef MSCCL_HAVE_MPI
+  if (dist.comm)
+    out << "# mpi: " << dist.comm->size() << " processes, one rank each; " << dist.comm->describeNodes() << "\n"
+        << std::flush;
+#endif
   bool failed = false;
   unsigned ran = 0;
   Progress progress(err, o.progressAfterSeconds, sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     progress.beforeSize(i, sizes[i]);
-    Row row = measureSize(*ex, sizes[i], o, plans);
+    Row row = measureSize(*ex, dist, sizes[i], o, plans);
     progress.afterSize();
     if (row.status != "skipped")
       ++ran;

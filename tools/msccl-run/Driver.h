@@ -58,6 +58,9 @@ struct Options {
   /// Print a progress line on `err` before each size once the run has taken (or the next
   /// size is predicted to take) this many seconds; negative: never.
   double progressAfterSeconds = 3;
+  /// --timeout: under mpirun, seconds one launch may take before every rank reports what each of
+  /// its threadblocks waits for and the run fails.
+  double timeoutSeconds = 60;
 };
 
 /// Parses `argv[0..argc)` (argv[0] is the program name) into `options`. Returns -1 when the

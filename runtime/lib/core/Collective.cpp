@@ -320,6 +320,17 @@ VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> 
   return checker.result();
 }
 
+VerifyResult verifyRankOutput(CollectiveKind kind, uint32_t rank, uint32_t nranks, const void *output,
+                              uint64_t inputBytes, uint64_t outputBytes, DataType type, ReduceOp op) {
+  OutputChecker checker(kind, nranks, inputBytes, outputBytes, type, op);
+  const uint64_t es = dataTypeBytes(type);
+  const uint64_t total = outputBytes / es * es;
+  for (uint64_t off = 0; off < total; off += OutputChecker::kBlockBytes)
+    checker.check(rank, off, static_cast<const uint8_t *>(output) + off,
+                  std::min<uint64_t>(OutputChecker::kBlockBytes, total - off));
+  return checker.result();
+}
+
 std::optional<ReduceOp> planReduceOp(const Plan &plan, bool *conflict) {
   std::optional<ReduceOp> found;
   bool clash = false;

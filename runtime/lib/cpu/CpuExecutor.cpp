@@ -69,59 +69,10 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
 
   std::vector<TbState> tbs;
   for (uint32_t r = 0; r < m.lowered->gpus.size(); ++r)
-    for (uint32_t t = 0; t < m.lowered->gpus[r].threadblocks.size(); ++t) {
-      TbState s;
-      s.rank = r;
-      s.tbIndex = t;
-      s.tb = &m.lowered->gpus[r].threadblocks[t];
-      s.actor = uint32_t(tbs.size());
-      s.done = s.tb->ops.empty();
-      tbs.push_back(std::move(s));
-    }
-
-  auto finishOp = [&](TbState &s) {
-    s.cursor = 0;
-    s.arrived = false;
-    s.blockedOn.clear();
-    s.pc++;
-    s.serial++;
-    m.opsExecuted++;
-  };
-  // Advance pc over pipeline bookkeeping until it points at a runnable op (or the end).
-  auto settle = [&](TbState &s) {
-    const auto &ops = s.tb->ops;
-    for (;;) {
-      if (s.inPipe && s.pc == s.pipeEnd) {
-        if (++s.pipeIter < s.pipeIters) {
-          s.pc = s.pipeBegin;
-        } else {
-          s.inPipe = false;
-        }
-        continue;
-      }
-      if (s.pc >= ops.size()) {
-        s.done = true;
-        return;
-      }
-      const LoweredOp &op = ops[s.pc];
-      if (op.type == OpType::Pipeline) {
-        s.pipeBegin = s.pc + 1;
-        s.pipeEnd = s.pc + 1 + op.pipelineOps;
-        s.pipeIters = op.pipelineIterations;
-        s.pipeIter = 0;
-        s.unitSize = op.unitSize;
-        m.opsExecuted++;
-        if (s.pipeIters == 0 || op.pipelineOps == 0) {
-          s.pc = s.pipeEnd;
-        } else {
-          s.inPipe = true;
-          s.pc = s.pipeBegin;
-        }
-        continue;
-      }
-      return;
-    }
-  };
+    for (uint32_t t = 0; t < m.lowered->gpus[r].threadblocks.size(); ++t)
+      tbs.push_back(cpu::makeTbState(m, r, t, uint32_t(tbs.size())));
+  auto finishOp = [&](TbState &s) { cpu::finishOp(m, s); };
+  auto settle = [&](TbState &s) { cpu::settleTb(m, s); };
 
   if (m.race) {
     std::vector<cpu::RaceChecker::RankShape> shapes;
@@ -163,14 +114,8 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
     if (!progress) {
       std::vector<std::string> diags;
       for (const TbState &s : tbs)
-        if (!s.done) {
-          const LoweredOp &op = s.tb->ops[s.pc];
-          std::string d = cpu::opWhere(s, op);
-          if (s.inPipe)
-            d += " (pipeline iteration " + std::to_string(s.pipeIter) + " of " + std::to_string(s.pipeIters) + ")";
-          d += ": " + (s.blockedOn.empty() ? std::string("blocked") : s.blockedOn);
-          diags.push_back(d);
-        }
+        if (!s.done)
+          diags.push_back(cpu::blockedLine(s));
       throw ExecutionError(ErrorKind::Deadlock,
                            "deadlock in launch " + std::to_string(launchIndex + 1) + " (flag " +
                                std::to_string(m.flag) + "): no threadblock can make progress; " +
@@ -187,26 +132,9 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
 
   // End-of-launch balance checks.
   std::vector<std::string> diags;
-  for (uint32_t r = 0; r < m.ranks.size(); ++r) {
-    RankState &rs = m.ranks[r];
-    for (size_t k = 0; k < rs.semaphores.size(); ++k)
-      if (rs.semaphores[k] != rs.semaphoreInit[k])
-        diags.push_back("rank " + std::to_string(r) + " semaphore " + std::to_string(k) + " (gpus[" +
-                        std::to_string(r) + "].semaphores[" + std::to_string(k) + "]) ends the launch at " +
-                        std::to_string(rs.semaphores[k]) + " instead of its init_value " +
-                        std::to_string(rs.semaphoreInit[k]) + ": sem_acquire/sem_release are unbalanced");
-    for (int type = 0; type < 2; ++type) {
-      auto &sig = type == 0 ? rs.memSignals : rs.portSignals;
-      auto &wt = type == 0 ? rs.memWaits : rs.portWaits;
-      const auto &list = type == 0 ? m.resolved->gpus[r].memoryChannels : m.resolved->gpus[r].portChannels;
-      for (size_t c = 0; c < sig.size(); ++c)
-        if (sig[c] != wt[c])
-          diags.push_back("rank " + std::to_string(r) + " " + (type == 0 ? "memory" : "port") + " channel " +
-                          std::to_string(c) + " (to rank " + std::to_string(list[c].peer) + ") received " +
-                          std::to_string(sig[c]) + " signal(s) but waited " + std::to_string(wt[c]) +
-                          " time(s): signals and waits are unbalanced");
-    }
-  }
+  for (uint32_t r = 0; r < m.ranks.size(); ++r)
+    for (std::string &d : cpu::balanceProblems(m, r))
+      diags.push_back(std::move(d));
   if (!diags.empty())
     throw ExecutionError(ErrorKind::Misuse,
                          "unbalanced synchronisation at the end of launch " + std::to_string(launchIndex + 1) + ":",
@@ -254,24 +182,30 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
     rs.outputBytes = rs.output ? req.outputBytes : 0;
     const LoweredGpu &lg = lowered.gpus[r];
     try {
-      rs.scratch = cpu::ZeroedBytes(lg.scratchBytes);
+      rs.scratchStorage = cpu::ZeroedBytes(lg.scratchBytes);
     } catch (const std::exception &) {
       throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(r) + ": cannot allocate " +
                                                    std::to_string(lg.scratchBytes) + " bytes of scratch");
     }
+    rs.scratch = rs.scratchStorage.data();
+    rs.scratchBytes = lg.scratchBytes;
     rs.scratchHalf = plan.useDoubleScratchBuffer ? lg.scratchBytes / 2 : lg.scratchBytes;
     // Fault in (outside the timed launches) the scratch this call's launches use: launch k uses
     // half k % 2 of a double buffer, so a single launch leaves the second half untouched.
     const uint64_t launches = uint64_t(req.warmupIterations) + req.iterations;
-    std::memset(rs.scratch.data(), 0, launches >= 2 ? lg.scratchBytes : rs.scratchHalf);
-    rs.memSignals.assign(resolved.gpus[r].memoryChannels.size(), 0);
-    rs.memWaits = rs.memSignals;
-    rs.portSignals.assign(resolved.gpus[r].portChannels.size(), 0);
-    rs.portWaits = rs.portSignals;
+    std::memset(rs.scratch, 0, launches >= 2 ? lg.scratchBytes : rs.scratchHalf);
+    const size_t nm = resolved.gpus[r].memoryChannels.size(), np = resolved.gpus[r].portChannels.size();
+    rs.counterStorage.assign(2 * nm + 2 * np, 0);
+    uint64_t *c = rs.counterStorage.data();
+    rs.memSignals = {c, nm};
+    rs.memWaits = {c + nm, nm};
+    rs.portSignals = {c + 2 * nm, np};
+    rs.portWaits = {c + 2 * nm + np, np};
     for (const Semaphore &s : plan.gpus[r].semaphores) {
-      rs.semaphores.push_back(s.initValue);
+      rs.semaphoreStorage.push_back(s.initValue);
       rs.semaphoreInit.push_back(s.initValue);
     }
+    rs.semaphores = {rs.semaphoreStorage.data(), rs.semaphoreStorage.size()};
     rs.barriers.resize(16);
   }
 

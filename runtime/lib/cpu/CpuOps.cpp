@@ -4,6 +4,11 @@
 // much of it as possible) and says whether it completed, progressed or is blocked. Guarantees:
 // every byte accessed is bounds-checked against its buffer (ExecutionError(Misuse) otherwise);
 // a blocked op records what it waits for in TbState::blockedOn and changes nothing else.
+// Safe to call from one thread per threadblock at once (the MPI executor): counters and
+// semaphores are atomics (signal: release, or relaxed for rlxsignal; wait: acquire, or relaxed
+// for rlxwait), LL packets are stored and loaded as whole 8-byte words (data + flag), barriers
+// take Machine::barrierMutex, reduction scratch is per thread. With a PortTransport, port puts,
+// signals and flushes are handed to it instead of storing into the peer's memory.
 // Semantics: spec plan#8, with the intended meaning for the reference defects of plan#11
 // (docs/runtime.md).
 //
@@ -16,7 +21,13 @@
 #include "msccl/runtime/Elements.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace msccl::runtime::cpu {
 using namespace msccl::plan;
@@ -27,6 +38,30 @@ std::string opWhere(const TbState &tb, const LoweredOp &op) {
 }
 
 namespace {
+
+thread_local std::vector<uint8_t> tlsReduceTmp; ///< Reduction scratch of this thread.
+
+uint64_t loadWord(const uint8_t *p) {
+  uint64_t v;
+  if ((reinterpret_cast<uintptr_t>(p) & 7) == 0)
+    return __atomic_load_n(reinterpret_cast<const uint64_t *>(p), __ATOMIC_RELAXED);
+  std::memcpy(&v, p, 8);
+  return v;
+}
+void storeWord(uint8_t *p, uint64_t v) {
+  if ((reinterpret_cast<uintptr_t>(p) & 7) == 0)
+    __atomic_store_n(reinterpret_cast<uint64_t *>(p), v, __ATOMIC_RELAXED);
+  else
+    std::memcpy(p, &v, 8);
+}
+uint64_t packWord(const uint8_t *data4, uint32_t flag) {
+  uint8_t w[8];
+  std::memcpy(w, data4, 4);
+  std::memcpy(w + 4, &flag, 4);
+  uint64_t v;
+  std::memcpy(&v, w, 8);
+  return v;
+}
 
 const char *bufferWord(BufferType t) {
   switch (t) {
@@ -68,22 +103,41 @@ struct Ctx {
             op.type == OpType::PutPackets);
   }
 
-  uint8_t *plain(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what,
-                 Acc acc = NoAcc) const {
-    RankState &rs = m.ranks[rank];
-    uint8_t *base = nullptr;
+  /// Bounds-check bytes [offset, offset+length) of buffer `type` of `rank`; returns the offset
+  /// from the start of that buffer's allocation (scratch: plus the launch's half).
+  uint64_t checkedOffset(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what) const {
+    const RankState &rs = m.ranks[rank];
     uint64_t size = 0;
     switch (type) {
-    case BufferType::Input: base = rs.input; size = rs.inputBytes; break;
-    case BufferType::Output: base = rs.output; size = rs.outputBytes; break;
-    case BufferType::Scratch: base = rs.scratch.data() + rs.scratchOffset; size = rs.scratchHalf; break;
+    case BufferType::Input: size = rs.inputBytes; break;
+    case BufferType::Output: size = rs.outputBytes; break;
+    case BufferType::Scratch: size = rs.scratchHalf; break;
     }
     if (offset > size || length > size - offset)
       misuse(std::string(what) + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
              ") are outside rank " + std::to_string(rank) + "'s " + bufferWord(type) + " buffer (" +
              std::to_string(size) + " bytes)");
+    return type == BufferType::Scratch ? rs.scratchOffset + offset : offset;
+  }
+
+  uint8_t *plain(uint32_t rank, BufferType type, uint64_t offset, uint64_t length, const char *what,
+                 Acc acc = NoAcc) const {
+    RankState &rs = m.ranks[rank];
+    if (!rs.mapped)
+      misuse(std::string(what) + ": rank " + std::to_string(rank) + "'s " + bufferWord(type) +
+             " buffer is not mapped in rank " + std::to_string(tb.rank) +
+             "'s process (rank " + std::to_string(rank) +
+             " is on another node; memory and switch channels reach only ranks of the same node, use a port channel)");
+    uint8_t *base = nullptr;
+    switch (type) {
+    case BufferType::Input: base = rs.input; break;
+    case BufferType::Output: base = rs.output; break;
+    case BufferType::Scratch: base = rs.scratch; break;
+    }
+    offset = checkedOffset(rank, type, offset, length, what);
     if (acc != NoAcc && m.race)
-      m.race->access(tb, op, byProxy(), acc == Write, base + offset, length, rank, type, offset);
+      m.race->access(tb, op, byProxy(), acc == Write, base + offset, length, rank, type,
+                     type == BufferType::Scratch ? offset - rs.scratchOffset : offset);
     return base + offset;
   }
 
@@ -122,8 +176,21 @@ struct Ctx {
     if (ch.peerChannel == kNoChannel)
       misuse("signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(channel) + " to rank " +
              std::to_string(ch.peer) + ", which declares no partner channel");
+    if (m.port && ct == ChannelType::Port) {
+      m.port->signal(tb, ch.peer, ch.peerChannel);
+      return;
+    }
     RankState &peer = m.ranks[ch.peer];
-    (ct == ChannelType::Memory ? peer.memSignals : peer.portSignals)[ch.peerChannel]++;
+    if (!peer.mapped)
+      misuse("signal on memory channel " + std::to_string(channel) + " to rank " + std::to_string(ch.peer) +
+             ", which is on another node (memory channels reach only ranks of the same node)");
+    const bool relaxed = ct == ChannelType::Memory && op.type == OpType::RelaxedSignal;
+    auto &words = ct == ChannelType::Memory ? peer.memSignals : peer.portSignals;
+    words.add(ch.peerChannel, 1, relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
+#ifdef __linux__
+    if (m.wakeWaiters) // shared futex: the waiter may be another process of the node
+      syscall(SYS_futex, reinterpret_cast<uint32_t *>(words.p + ch.peerChannel), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+#endif
     if (m.race)
       m.race->signal(tb, ct, ch.peer, ch.peerChannel, ct == ChannelType::Port || op.type != OpType::RelaxedSignal,
                      ct == ChannelType::Memory && (op.type == OpType::PutWithSignal ||
@@ -140,10 +207,11 @@ struct Ctx {
     const auto &list = ct == ChannelType::Memory ? m.resolved->gpus[tb.rank].memoryChannels
                                                  : m.resolved->gpus[tb.rank].portChannels;
     bool progressed = false;
+    const int order = ct == ChannelType::Memory && op.type == OpType::RelaxedWait ? __ATOMIC_RELAXED : __ATOMIC_ACQUIRE;
     while (tb.cursor < op.channels.size()) {
       uint32_t c = op.channels[tb.cursor];
-      if (sig[c] > wt[c]) {
-        wt[c]++;
+      uint64_t w = wt.load(c);
+      if (sig.load(c, order) > w && wt.casIncrement(c, w)) {
         if (m.race)
           m.race->wait(tb, ct, c, ct == ChannelType::Port || op.type != OpType::RelaxedWait);
         tb.cursor++;
@@ -151,12 +219,16 @@ struct Ctx {
         continue;
       }
       const ResolvedChannel &ch = list[c];
+      tb.waitWord = reinterpret_cast<const uint32_t *>(sig.p + c); // low half (little endian)
+      tb.waitValue = uint32_t(sig.load(c, __ATOMIC_RELAXED));
+      tb.waitWoken = ct == ChannelType::Memory;
       tb.blockedOn = "waits for a signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(c) +
                      " from rank " + std::to_string(ch.peer) +
                      (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")
                                                    : " (its " + std::string(channelTypeName(ct)) + " channel " +
                                                          std::to_string(ch.peerChannel) + ")") +
-                     "; received " + std::to_string(sig[c]) + " signals, " + std::to_string(wt[c]) + " consumed";
+                     "; received " + std::to_string(sig.load(c)) + " signals, " + std::to_string(wt.load(c)) +
+                     " consumed";
       return progressed ? Step::Progress : Step::Blocked;
     }
     return Step::Done;
@@ -181,9 +253,9 @@ struct Ctx {
       overlap = true;
     uint8_t *acc = d0;
     if (overlap) {
-      if (m.tmp.size() < len)
-        m.tmp.resize(len);
-      acc = m.tmp.data();
+      if (tlsReduceTmp.size() < len)
+        tlsReduceTmp.resize(len);
+      acc = tlsReduceTmp.data();
     }
     if (srcs.size() == 1)
       copyBytes(acc, srcs[0], len);
@@ -200,6 +272,21 @@ struct Ctx {
 
   Step put(bool withSignal) {
     const size_t n = op.dst.size();
+    if (m.port && op.channelType == ChannelType::Port) {
+      for (size_t i = 0; i < n; ++i) {
+        ByteRange dw = window(op.dst[i]);
+        ByteRange sw = window(op.src[i]);
+        sw.length = dw.length;
+        const LoweredEntry &de = op.dst[i];
+        std::string what = entryName("dst_buff", i);
+        uint64_t at = checkedOffset(ownerOf(de), de.where.type, dw.offset, dw.length, what.c_str());
+        const uint8_t *s = plainEntry(op.src[i], sw, entryName("src_buff", i));
+        m.port->put(tb, ownerOf(de), de.where.type, at, s, dw.length, nullptr);
+        if (withSignal && i < op.channels.size())
+          signal(op.channels[i]);
+      }
+      return Step::Done;
+    }
     for (size_t i = 0; i < n; ++i) {
       ByteRange dw = window(op.dst[i]);
       ByteRange sw = window(op.src[i]);
@@ -290,37 +377,32 @@ struct Ctx {
   uint64_t payload() const { return m.packetType == PacketType::LL16 ? 8 : 4; }
   uint64_t packetBytes() const { return 2 * payload(); }
 
-  bool ready(const uint8_t *region, uint64_t i) const {
-    uint32_t f0, f1;
+  /// Packet i of `region`: its payload into `out` when every flag word carries this launch's
+  /// flag, else false. Each 8-byte word (4 data bytes + flag) is loaded once, atomically, as a
+  /// GPU thread loads an LL packet.
+  bool readPacket(const uint8_t *region, uint64_t i, uint8_t *out) const {
     if (m.packetType == PacketType::LL16) {
-      std::memcpy(&f0, region + 16 * i + 4, 4);
-      std::memcpy(&f1, region + 16 * i + 12, 4);
-      return f0 == m.flag && f1 == m.flag;
+      uint64_t w0 = loadWord(region + 16 * i), w1 = loadWord(region + 16 * i + 8);
+      if (uint32_t(w0 >> 32) != m.flag || uint32_t(w1 >> 32) != m.flag)
+        return false;
+      uint32_t d0 = uint32_t(w0), d1 = uint32_t(w1);
+      std::memcpy(out, &d0, 4);
+      std::memcpy(out + 4, &d1, 4);
+      return true;
     }
-    std::memcpy(&f0, region + 8 * i + 4, 4);
-    return f0 == m.flag;
-  }
-  void readPayload(const uint8_t *region, uint64_t i, uint8_t *out) const {
-    if (m.packetType == PacketType::LL16) {
-      std::memcpy(out, region + 16 * i, 4);
-      std::memcpy(out + 4, region + 16 * i + 8, 4);
-    } else {
-      std::memcpy(out, region + 8 * i, 4);
-    }
+    uint64_t w = loadWord(region + 8 * i);
+    if (uint32_t(w >> 32) != m.flag)
+      return false;
+    uint32_t d = uint32_t(w);
+    std::memcpy(out, &d, 4);
+    return true;
   }
   void writePacket(uint8_t *region, uint64_t i, const uint8_t *in) const {
     if (m.packetType == PacketType::LL16) {
-      uint8_t p[16];
-      std::memcpy(p, in, 4);
-      std::memcpy(p + 4, &m.flag, 4);
-      std::memcpy(p + 8, in + 4, 4);
-      std::memcpy(p + 12, &m.flag, 4);
-      std::memcpy(region + 16 * i, p, 16);
+      storeWord(region + 16 * i, packWord(in, m.flag));
+      storeWord(region + 16 * i + 8, packWord(in + 4, m.flag));
     } else {
-      uint8_t p[8];
-      std::memcpy(p, in, 4);
-      std::memcpy(p + 4, &m.flag, 4);
-      std::memcpy(region + 8 * i, p, 8);
+      storeWord(region + 8 * i, packWord(in, m.flag));
     }
   }
 
@@ -415,6 +497,17 @@ struct Ctx {
       uint64_t len = op.src[i].bytes.length;
       uint64_t cnt = packetCount(len);
       const uint8_t *s = plainEntryUntracked(op.src[i], op.src[i].bytes, entryName("src_buff", i));
+      if (m.port && op.type == OpType::PutPackets && op.channelType == ChannelType::Port) {
+        // Packetise into a staging copy the proxy sends (MSCCL++'s port ppkt stages too).
+        const LoweredEntry &de = op.dst[i];
+        std::string what = entryName("dst_buff", i);
+        uint64_t at = checkedOffset(ownerOf(de), de.where.type, 2 * de.bytes.offset, 2 * len, what.c_str());
+        std::vector<uint8_t> staging(2 * len);
+        for (uint64_t k = 0; k < cnt; ++k)
+          writePacket(staging.data(), k, s + k * payload());
+        m.port->put(tb, ownerOf(de), de.where.type, at, staging.data(), staging.size(), &staging);
+        continue;
+      }
       uint8_t *d = packetEntry(op.dst[i], len, entryName("dst_buff", i));
       for (uint64_t k = 0; k < cnt; ++k)
         writePacket(d, k, s + k * payload());
@@ -446,11 +539,10 @@ struct Ctx {
     uint8_t buf[8];
     while (tb.cursor < cnt) {
       uint64_t i = tb.cursor;
-      if (!ready(s, i)) {
+      if (!readPacket(s, i, buf)) {
         blockedOnPacket(se, "src_buff", 0, i, cnt);
         return progressed ? Step::Progress : Step::Blocked;
       }
-      readPayload(s, i, buf);
       if (op.type == OpType::UnpackPackets)
         std::memcpy(outs[0] + i * payload(), buf, payload());
       else
@@ -486,23 +578,25 @@ struct Ctx {
       for (size_t j = firstRemote; j < op.dst.size(); ++j)
         outPk.push_back(packetEntry(op.dst[j], len, entryName("dst_buff", j)));
     const uint64_t P = payload();
-    uint8_t acc[8], tmp[8];
+    uint8_t acc[8];
+    std::vector<uint8_t> got(8 * pk.size());
     bool progressed = false;
     while (tb.cursor < cnt) {
       uint64_t i = tb.cursor;
-      for (size_t j = 0; j < pk.size(); ++j)
-        if (!ready(pk[j], i)) {
+      bool all = true;
+      for (size_t j = 0; j < pk.size() && all; ++j)
+        if (!readPacket(pk[j], i, got.data() + 8 * j)) {
           blockedOnPacket(op.src[j + 1], "src_buff", j + 1, i, cnt);
-          return progressed ? Step::Progress : Step::Blocked;
+          all = false;
         }
+      if (!all)
+        return progressed ? Step::Progress : Step::Blocked;
       if (pk.empty()) {
         std::memcpy(acc, a + i * P, P);
       } else {
-        readPayload(pk[0], i, acc);
-        for (size_t j = 1; j < pk.size(); ++j) {
-          readPayload(pk[j], i, tmp);
-          reduceElements(acc, acc, tmp, P, m.dataType, reduceOp());
-        }
+        std::memcpy(acc, got.data(), P);
+        for (size_t j = 1; j < pk.size(); ++j)
+          reduceElements(acc, acc, got.data() + 8 * j, P, m.dataType, reduceOp());
         reduceElements(acc, acc, a + i * P, P, m.dataType, reduceOp());
       }
       std::memcpy(d + i * P, acc, P);
@@ -522,6 +616,7 @@ struct Ctx {
         m.race->nop(tb);
       return Step::Done;
     }
+    std::lock_guard<std::mutex> lock(m.barrierMutex);
     RankState &rs = m.ranks[tb.rank];
     if (op.barrierId >= rs.barriers.size())
       rs.barriers.resize(op.barrierId + 1);
@@ -566,20 +661,20 @@ struct Ctx {
       tb.arrived = true;
       tb.semOld.clear();
       for (uint32_t id : op.semaphores)
-        tb.semOld.push_back(rs.semaphores[id]--);
+        tb.semOld.push_back(rs.semaphores.add(id, -1, __ATOMIC_ACQ_REL));
       tb.cursor = 0;
     }
     bool progressed = false;
     while (tb.cursor < op.semaphores.size()) {
       uint32_t id = op.semaphores[tb.cursor];
       int64_t old = tb.semOld[tb.cursor];
-      if (old > 0 || rs.semaphores[id] >= old) {
+      if (old > 0 || rs.semaphores.load(id) >= old) {
         tb.cursor++;
         progressed = true;
         continue;
       }
       tb.blockedOn = "waits to acquire semaphore " + std::to_string(id) + " (value " +
-                     std::to_string(rs.semaphores[id]) + " after its decrement; needs a sem_release)";
+                     std::to_string(rs.semaphores.load(id)) + " after its decrement; needs a sem_release)";
       return progressed ? Step::Progress : Step::Blocked;
     }
     if (m.race)
@@ -593,9 +688,16 @@ struct Ctx {
     for (uint32_t id : op.semaphores) {
       if (m.race)
         m.race->semRelease(tb, id);
-      rs.semaphores[id]++;
+      rs.semaphores.add(id, 1, __ATOMIC_RELEASE);
     }
     return Step::Done;
+  }
+
+  /// Port transfers of this tb have completed (always, without a PortTransport).
+  bool flushed() {
+    if (!m.port || op.channelType != ChannelType::Port)
+      return true;
+    return m.port->flushed(tb, &tb.blockedOn);
   }
 
   Step run() {
@@ -612,7 +714,9 @@ struct Ctx {
       return Step::Done;
     case OpType::Wait:
     case OpType::RelaxedWait: return waitAll();
-    case OpType::Flush: // port transfers complete when issued (docs/runtime.md)
+    case OpType::Flush: // one-process: port transfers complete when issued (docs/runtime.md)
+      if (!flushed())
+        return Step::Blocked;
       if (m.race)
         m.race->flush(tb);
       return Step::Done;
@@ -621,7 +725,12 @@ struct Ctx {
     case OpType::Put: return put(false);
     case OpType::PutWithSignal: return put(true);
     case OpType::PutWithSignalAndFlush:
-      put(true);
+      if (!tb.arrived) {
+        put(true);
+        tb.arrived = true;
+      }
+      if (!flushed())
+        return Step::Blocked;
       if (m.race && op.channelType == ChannelType::Port)
         m.race->flush(tb);
       return Step::Done;
@@ -652,8 +761,94 @@ struct Ctx {
 } // namespace
 
 Step stepOp(Machine &m, TbState &tb, const LoweredOp &op) {
+  tb.waitWord = nullptr;
   Ctx c{m, tb, op};
   return c.run();
+}
+
+TbState makeTbState(const Machine &m, uint32_t r, uint32_t t, uint32_t actor) {
+  TbState s;
+  s.rank = r;
+  s.tbIndex = t;
+  s.tb = &m.lowered->gpus[r].threadblocks[t];
+  s.actor = actor;
+  s.done = s.tb->ops.empty();
+  return s;
+}
+
+void finishOp(Machine &m, TbState &s) {
+  s.cursor = 0;
+  s.arrived = false;
+  s.blockedOn.clear();
+  s.pc++;
+  s.serial++;
+  m.opsExecuted++;
+}
+
+void settleTb(Machine &m, TbState &s) {
+  const auto &ops = s.tb->ops;
+  for (;;) {
+    if (s.inPipe && s.pc == s.pipeEnd) {
+      if (++s.pipeIter < s.pipeIters)
+        s.pc = s.pipeBegin;
+      else
+        s.inPipe = false;
+      continue;
+    }
+    if (s.pc >= ops.size()) {
+      s.done = true;
+      return;
+    }
+    const LoweredOp &op = ops[s.pc];
+    if (op.type == OpType::Pipeline) {
+      s.pipeBegin = s.pc + 1;
+      s.pipeEnd = s.pc + 1 + op.pipelineOps;
+      s.pipeIters = op.pipelineIterations;
+      s.pipeIter = 0;
+      s.unitSize = op.unitSize;
+      m.opsExecuted++;
+      if (s.pipeIters == 0 || op.pipelineOps == 0) {
+        s.pc = s.pipeEnd;
+      } else {
+        s.inPipe = true;
+        s.pc = s.pipeBegin;
+      }
+      continue;
+    }
+    return;
+  }
+}
+
+std::string blockedLine(const TbState &s) {
+  const LoweredOp &op = s.tb->ops[s.pc];
+  std::string d = opWhere(s, op);
+  if (s.inPipe)
+    d += " (pipeline iteration " + std::to_string(s.pipeIter) + " of " + std::to_string(s.pipeIters) + ")";
+  d += ": " + (s.blockedOn.empty() ? std::string("blocked") : s.blockedOn);
+  return d;
+}
+
+std::vector<std::string> balanceProblems(const Machine &m, uint32_t r) {
+  std::vector<std::string> diags;
+  const RankState &rs = m.ranks[r];
+  for (size_t k = 0; k < rs.semaphores.size(); ++k)
+    if (rs.semaphores.load(k) != rs.semaphoreInit[k])
+      diags.push_back("rank " + std::to_string(r) + " semaphore " + std::to_string(k) + " (gpus[" + std::to_string(r) +
+                      "].semaphores[" + std::to_string(k) + "]) ends the launch at " +
+                      std::to_string(rs.semaphores.load(k)) + " instead of its init_value " +
+                      std::to_string(rs.semaphoreInit[k]) + ": sem_acquire/sem_release are unbalanced");
+  for (int type = 0; type < 2; ++type) {
+    auto &sig = type == 0 ? rs.memSignals : rs.portSignals;
+    auto &wt = type == 0 ? rs.memWaits : rs.portWaits;
+    const auto &list = type == 0 ? m.resolved->gpus[r].memoryChannels : m.resolved->gpus[r].portChannels;
+    for (size_t c = 0; c < sig.size(); ++c)
+      if (sig.load(c) != wt.load(c))
+        diags.push_back("rank " + std::to_string(r) + " " + (type == 0 ? "memory" : "port") + " channel " +
+                        std::to_string(c) + " (to rank " + std::to_string(list[c].peer) + ") received " +
+                        std::to_string(sig.load(c)) + " signal(s) but waited " + std::to_string(wt.load(c)) +
+                        " time(s): signals and waits are unbalanced");
+  }
+  return diags;
 }
 
 } // namespace msccl::runtime::cpu

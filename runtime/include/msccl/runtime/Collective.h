@@ -122,6 +122,11 @@ private:
 VerifyResult verifyOutputs(CollectiveKind kind, const std::vector<const void *> &outputs, uint64_t inputBytes,
                            uint64_t outputBytes, plan::DataType type, plan::ReduceOp op);
 
+/// The same for one rank `rank` of `nranks` (its output alone): what each process of a
+/// one-process-per-rank run checks (DistributedRun.h).
+VerifyResult verifyRankOutput(CollectiveKind kind, uint32_t rank, uint32_t nranks, const void *output,
+                              uint64_t inputBytes, uint64_t outputBytes, plan::DataType type, plan::ReduceOp op);
+
 /// The reduce op the plan's own ops fix (all `reduce_op` fields agree), or nullopt when no op
 /// has one or they disagree (`conflict` set then).
 std::optional<plan::ReduceOp> planReduceOp(const plan::Plan &plan, bool *conflict = nullptr);

@@ -1,0 +1,46 @@
+//===- DistributedRun.h - Run a plan with one process per rank (MPI) ---------------------===//
+//
+// Consumes a Communicator (Communicator.h) whose size equals the plan's rank count, a plan, an
+// nccl-tests size S and the same RunOptions as runCollective (Verify.h); every process runs
+// its own rank of the plan on the CPU, for real:
+//   * its input, output and scratch buffers and its signal words live in a NodeSharedMemory
+//     segment that its node peers map: memory channels and switch channels (every member must
+//     be on the node) load and store there directly, like CUDA IPC and multimem;
+//   * port channels go through a proxy (this process's main thread) that moves data with MPI
+//     one-sided puts, flushes and atomic adds, to any rank of any node, like MSCCL++'s proxy;
+//   * every threadblock is a thread, with the op semantics of the CPU executor (CpuOps.cpp)
+//     and the memory orders the ops promise; waiting threads spin briefly, then yield, then
+//     sleep;
+//   * launches are separated by a barrier (then every rank checks its semaphores and channel
+//     counters, as the CPU executor does, and the ranks agree on the outcome).
+// Each rank fills and verifies its own buffers; the returned report is the same on every rank:
+// wrong elements summed over ranks, time per launch the maximum over ranks.
+//
+// Errors (the same ExecutionError kinds as runCollective, thrown on every rank): plan rank
+// count != world size (InvalidPlan), a memory/switch channel between nodes (InvalidPlan, with
+// the JSON path), a launch that does not finish within `timeoutSeconds` (Deadlock: this rank's
+// threadblocks, each with its op, JSON path and what it waits for), a misuse on any rank
+// (Misuse on that rank; the others stop and report which rank failed). When the ranks cannot
+// even agree on the failure within the timeout (a rank died or hangs inside MPI), this rank
+// prints its report to stderr and aborts the whole job (MPI_Abort): no process stays behind.
+//
+// Mirrors: mscclpp src/executor/executor.cc (one process per GPU) and src/proxy.cc.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/Verify.h"
+
+namespace msccl::runtime {
+
+struct DistributedOptions {
+  double timeoutSeconds = 60; ///< Per launch; then the per-rank report (ErrorKind::Deadlock).
+};
+
+/// Run and verify `plan` at size `options.size` with one rank per process. Collective: every
+/// process calls it with the same plan and options.
+RunReport runCollectiveDistributed(Communicator &comm, const plan::Plan &plan, const RunOptions &options,
+                                   const DistributedOptions &dist = {});
+
+} // namespace msccl::runtime
