@@ -69,6 +69,9 @@ cl::opt<bool> listStdlib("list-stdlib", cl::desc("List the stdlib programs with 
 cl::opt<int64_t> maxLoop("max-loop-iterations", cl::desc("Limit on loop iterations of one compilation"),
                          cl::init(50'000'000), cl::cat(cat));
 cl::opt<unsigned> maxDepth("max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat));
+cl::opt<uint64_t> maxPlanSize("max-plan-size", cl::desc("Limit on the plan's ops, threadblocks, channels and semaphores "
+                                                         "(all ranks and instances)"),
+                               cl::init(uint64_t(1) << 26), cl::cat(cat));
 cl::opt<bool> compact("compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat));
 
 /// The largest --max-call-depth accepted (each level may need a few KiB of C++ stack).
@@ -274,6 +277,7 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
   }
   o.elab.maxLoopIterations = maxLoop;
   o.elab.maxCallDepth = maxDepth;
+  o.elab.maxPlanSize = maxPlanSize;
   for (auto &d : defines) {
     size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0) {
