@@ -76,15 +76,20 @@ struct Ctx {
     switch (type) {
     case BufferType::Input: base = rs.input; size = rs.inputBytes; break;
     case BufferType::Output: base = rs.output; size = rs.outputBytes; break;
-    case BufferType::Scratch: base = rs.scratch.data() + rs.scratchOffset; size = rs.scratchHalf; break;
+    case BufferType::Scratch:
+      // No pointer arithmetic on an empty scratch buffer (its data() may be null).
+      base = rs.scratch.empty() ? nullptr : rs.scratch.data() + rs.scratchOffset;
+      size = rs.scratchHalf;
+      break;
     }
     if (offset > size || length > size - offset)
       misuse(std::string(what) + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
              ") are outside rank " + std::to_string(rank) + "'s " + bufferWord(type) + " buffer (" +
              std::to_string(size) + " bytes)");
+    uint8_t *at = base ? base + offset : nullptr; // offset == 0 when there are no bytes
     if (acc != NoAcc && m.race)
-      m.race->access(tb, op, byProxy(), acc == Write, base + offset, length, rank, type, offset);
-    return base + offset;
+      m.race->access(tb, op, byProxy(), acc == Write, at, length, rank, type, offset);
+    return at;
   }
 
   /// Packet-format region of payload range [offset, offset+length): bytes [2*offset, 2*(offset+length)).
