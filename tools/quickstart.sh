@@ -7,7 +7,8 @@
 #                    editor tests).
 #   fuzz:            hostile-input check, in its own build (FUZZ_BUILD_DIR, default
 #                    <repo>/build-fuzz; clang-14, ASan+UBSan, libFuzzer, no CUDA): runs the test
-#                    suite under the sanitizers (editor tests left out: they run no C++), then
+#                    suite under the sanitizers (editor and cuda tests left out: the first run
+#                    no C++, the second need the CUDA build), then
 #                    each libFuzzer target of fuzz/ for FUZZ_SECONDS (default 60) from its seeds,
 #                    printing its execs and coverage. Exits non-zero on any failing test, crash,
 #                    sanitizer report, leak or timeout. Does not build the normal build.
@@ -59,7 +60,7 @@ if [[ $mode == fuzz ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   echo "== the test suite under ASan+UBSan (editor tests excluded)"
-  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^editor')
+  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda)\.')
   status=0
   for target in compile plan cpu; do
     dict=plan.dict seeds=plan
@@ -76,7 +77,7 @@ if [[ $mode == fuzz ]]; then
       grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -20
       status=1
     fi
-    grep -E "^#[0-9]+ +DONE" "$log" | tail -1 || true
+    grep -E "^#[0-9]+[[:space:]]+DONE" "$log" | tail -1 || true
     grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)" "$log" || true
   done
   exit $status
