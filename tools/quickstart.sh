@@ -43,6 +43,7 @@ fi
 
 # --- 2. npm packages for the editor-support tests (offline afterwards) ----------------------
 for dir in "$root"/tests/editor; do
+  [[ $mode != fuzz ]] || break # the fuzz mode runs no editor test
   if [[ -f $dir/package-lock.json && ! -d $dir/node_modules ]]; then
     echo "== npm ci in ${dir#$root/}"
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
@@ -59,7 +60,7 @@ if [[ $mode == fuzz ]]; then
   cmake --build "$fbuild" -j "$jobs"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  echo "== the test suite under ASan+UBSan (editor tests excluded)"
+  echo "== the test suite under ASan+UBSan (editor and cuda tests excluded)"
   (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda)\.')
   status=0
   for target in compile plan cpu; do
