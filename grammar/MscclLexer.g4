@@ -72,7 +72,8 @@ DOT      : '.' ;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
 BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
-// A block comment that never ends; the parse wrapper reports it.
-UNTERMINATED_COMMENT : '/*' .*? EOF ;
+// A block comment that never ends (contains no `*/`, so it never wins over BLOCK_COMMENT as
+// the longer match); the parse wrapper reports it.
+UNTERMINATED_COMMENT : '/*' ( ~'*' | '*'+ ~[*/] )* '*'* EOF ;
 NL : '\r'? '\n' ;
 WS : [ \t\f]+ -> skip ;

@@ -5,6 +5,13 @@
 #                    CPU executor with `msccl-run`, verifying the results;
 #   test:            runs the whole test suite (ctest: unit, lit/FileCheck, golden-plan, runtime,
 #                    editor tests).
+#   fuzz:            hostile-input check, in its own build (FUZZ_BUILD_DIR, default
+#                    <repo>/build-fuzz; clang-14, ASan+UBSan, libFuzzer, no CUDA): runs the test
+#                    suite under the sanitizers (editor and cuda tests left out: the first run
+#                    no C++, the second need the CUDA build), then
+#                    each libFuzzer target of fuzz/ for FUZZ_SECONDS (default 60) from its seeds,
+#                    printing its execs and coverage. Exits non-zero on any failing test, crash,
+#                    sanitizer report, leak or timeout. Does not build the normal build.
 # Environment: BUILD_DIR (default <repo>/build), JOBS (default: number of cores).
 set -euo pipefail
 
@@ -13,11 +20,12 @@ mode=${1:-demo}
 build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
-case "$mode" in demo|test) ;; *) echo "usage: $0 [demo|test]" >&2; exit 2 ;; esac
+case "$mode" in demo|test|fuzz) ;; *) echo "usage: $0 [demo|test|fuzz]" >&2; exit 2 ;; esac
 
 # --- 1. Debian packages ---------------------------------------------------------------------
 packages=(cmake ninja-build g++ antlr4 libantlr4-runtime-dev nlohmann-json3-dev catch2
           llvm-14-dev llvm-14-tools python3 vim openmpi-bin libopenmpi-dev)
+[[ $mode != fuzz ]] || packages+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +43,7 @@ fi
 
 # --- 2. npm packages for the editor-support tests (offline afterwards) ----------------------
 for dir in "$root"/tests/editor; do
+  [[ $mode != fuzz ]] || break # the fuzz mode runs no editor test
   if [[ -f $dir/package-lock.json && ! -d $dir/node_modules ]]; then
     echo "== npm ci in ${dir#$root/}"
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
@@ -42,6 +51,38 @@ for dir in "$root"/tests/editor; do
 done
 
 # --- 3. Configure and build -------------------------------------------------------------------
+if [[ $mode == fuzz ]]; then
+  fbuild=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+  seconds=${FUZZ_SECONDS:-60}
+  echo "== sanitizer + fuzz build in $fbuild"
+  cmake -S "$root" -B "$fbuild" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+        -DCMAKE_CXX_COMPILER=clang++-14 -DMSCCL_FUZZ=ON -DMSCCL_ENABLE_CUDA=OFF >/dev/null
+  cmake --build "$fbuild" -j "$jobs"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  echo "== the test suite under ASan+UBSan (editor and cuda tests excluded)"
+  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda)\.')
+  status=0
+  for target in compile plan cpu; do
+    dict=plan.dict seeds=plan
+    [[ $target == compile ]] && dict=compile.dict seeds=source
+    corpus="$fbuild/fuzz/corpus/$target"
+    mkdir -p "$corpus"
+    echo "== fuzzing $target for ${seconds}s"
+    log="$fbuild/fuzz/$target.log"
+    # -timeout: one input may take at most 10 s (a hang is a failure); -rss_limit_mb: memory.
+    if ! (cd "$fbuild/fuzz" && "./msccl-fuzz-$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2560 \
+            -print_final_stats=1 -dict="$dict" -artifact_prefix="$fbuild/fuzz/$target-" \
+            "$corpus" "seeds/$seeds" "$root/fuzz/regressions/$target") >"$log" 2>&1; then
+      echo "FAIL: msccl-fuzz-$target found a problem (log: $log):"
+      grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -20
+      status=1
+    fi
+    grep -E "^#[0-9]+[[:space:]]+DONE" "$log" | tail -1 || true
+    grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)" "$log" || true
+  done
+  exit $status
+fi
 echo "== building in $build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j "$jobs"

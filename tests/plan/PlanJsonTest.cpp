@@ -109,7 +109,7 @@ TEST_CASE("malformed plans name the JSON path", "[plan][errors]") {
   CHECK(errorOf(R"({"name": "p", "collective": "allreduce", "protocol": "Simple", "inplace": 1, "gpus": []})") ==
         "inplace: expected a boolean, got number");
   CHECK(errorOf(R"({"name": "p", "collective": "allreduce"})") == "missing required key `protocol`");
-  CHECK(errorOf("{\"name\": ") .rfind("invalid JSON: parse error at line 1, column 10", 0) == 0);
+  CHECK(errorOf("{\"name\": ") .rfind("name: invalid JSON: parse error at line 1, column 10", 0) == 0);
   CHECK(errorOf("[]") == "expected an object, got array");
 }
 
@@ -125,4 +125,31 @@ TEST_CASE("spellings come from one list", "[plan]") {
   CHECK(bufferTypeName(BufferType::Scratch) == "s");
   CHECK(static_cast<int>(BufferType::Output) == 1);
   CHECK(dataTypeBytes(*parseDataType("bfloat16")) == 2);
+}
+
+// Hostile input: every exception of the JSON library becomes a PlanError naming the JSON path
+// of the value where reading stopped (msccl-run used to abort on `1e999`).
+TEST_CASE("JSON library errors are plan errors naming the path", "[plan][errors]") {
+  CHECK(errorOf(R"({"name": 1e999})") == "name: invalid JSON: number overflow parsing '1e999'");
+  CHECK(errorOf(withOp(R"({"name": "copy", "src_buff": [{"type": "i", "index": 0, "size": -1e400}], "dst_buff": []})")) ==
+        "gpus[0].threadblocks[0].ops[0].src_buff[0].size: invalid JSON: number overflow parsing '-1e400'");
+  CHECK(errorOf(withOp(R"({"name": "copy", "src_buff": [], "dst_buff": [{"index": 0, "size": 1}, )")).rfind(
+            "gpus[0].threadblocks[0].ops[0].dst_buff[1]: invalid JSON: parse error", 0) == 0);
+  // Not UTF-8 inside a string.
+  CHECK(errorOf("{\"name\": \"\xff\"}").rfind("name: invalid JSON: parse error", 0) == 0);
+  // Between members, the path is the object's.
+  CHECK(errorOf(R"({"gpus": [{"id": 0,,}]})").rfind("gpus[0]: invalid JSON: parse error", 0) == 0);
+  // Numbers the plan cannot hold: integers above 2**64-1 are doubles to the JSON library.
+  CHECK(errorOf(withOp(R"({"name": "copy", "src_buff": [{"type": "i", "index": 18446744073709551616, "size": 1}], "dst_buff": []})")) ==
+        "gpus[0].threadblocks[0].ops[0].src_buff[0].index: expected a non-negative integer, got number");
+  CHECK(errorOf(R"({"name": "p", "collective": "a", "protocol": "Simple", "inplace": true, "gpus": [{"id": 4294967296}]})") ==
+        "gpus[0].id: value 4294967296 does not fit in 32 bits");
+}
+
+TEST_CASE("deeply nested or empty JSON is refused without a crash", "[plan][errors]") {
+  std::string deep = "{\"name\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK(errorOf(deep) == "name: expected a string, got array");
+  CHECK(errorOf("").rfind("invalid JSON: ", 0) == 0);
+  CHECK(errorOf(std::string(100000, '[')).rfind(
+            "[0][0]", 0) == 0); // the path of the innermost array reached
 }

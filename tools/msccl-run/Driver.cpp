@@ -681,14 +681,18 @@ std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &p
                                [&](const LoadedPlan &lp) { return lp.plan.gpus.size() != world; }),
                 plans.end());
   if (plans.empty()) {
-    err << "msccl-run: error: no plan in " << o.plansDir << " has " << world << " ranks (the job's process count)\n";
+    err << ("msccl-run: error: no plan in " + o.plansDir + " has " + std::to_string(world) +
+            " ranks (the job's process count)\n")
+        << std::flush;
     return 1;
   }
   for (const LoadedPlan &lp : plans)
     if (lp.plan.gpus.size() != world) {
-      err << "msccl-run: error: rank " << dist.comm->rank() << ": plan " << lp.file << " has " << lp.plan.gpus.size()
-          << " ranks but the job has " << world << " processes (run it with mpirun -np " << lp.plan.gpus.size()
-          << ")\n";
+      // One write per line: the ranks share the terminal.
+      err << ("msccl-run: error: rank " + std::to_string(dist.comm->rank()) + ": plan " + lp.file + " has " +
+              std::to_string(lp.plan.gpus.size()) + " ranks but the job has " + std::to_string(world) +
+              " processes (run it with mpirun -np " + std::to_string(lp.plan.gpus.size()) + ")\n")
+          << std::flush;
       return 1;
     }
   if (dist.comm->rank() != 0)

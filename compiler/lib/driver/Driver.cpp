@@ -89,6 +89,10 @@ struct CommandLine {
   cl::opt<int64_t> maxLoop{"max-loop-iterations", cl::desc("Limit on loop iterations of one compilation"),
                            cl::init(50'000'000), cl::cat(cat)};
   cl::opt<unsigned> maxDepth{"max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat)};
+  cl::opt<uint64_t> maxPlanSize{"max-plan-size",
+                                cl::desc("Limit on the plan's ops, threadblocks, channels and semaphores "
+                                         "(all ranks and instances)"),
+                                cl::init(uint64_t(1) << 26), cl::cat(cat)};
   cl::opt<bool> compact{"compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat)};
 
   CommandLine() = default;
@@ -96,7 +100,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(compact)};
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -119,6 +123,7 @@ struct CommandLine {
     o.compact = compact;
     o.maxLoopIterations = maxLoop;
     o.maxCallDepth = maxDepth;
+    o.maxPlanSize = maxPlanSize;
   }
 };
 
@@ -342,6 +347,7 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   }
   o.elab.maxLoopIterations = mo.maxLoopIterations;
   o.elab.maxCallDepth = mo.maxCallDepth;
+  o.elab.maxPlanSize = mo.maxPlanSize;
   for (auto &d : mo.defines) {
     std::pair<std::string, std::string> kv;
     if (!splitAssignment(d, kv)) {

@@ -1,5 +1,6 @@
 //===- Elaborate.cpp - Params, -D, program options, the program body --------------------===//
 #include "msccl/elab/Elaborate.h"
+#include "msccl/ir/IR.h"
 
 #include "Interp.h"
 #include "msccl/frontend/Parser.h"
@@ -73,7 +74,12 @@ public:
       po.collective = *std::get<CollectiveBox>(v.as<DslObj>().handle);
       break;
     case OptionId::Opt_num_ranks: po.numRanks = v.isNone() ? -1 : needInt(); break;
-    case OptionId::Opt_instances: po.instances = needInt(); break;
+    case OptionId::Opt_instances:
+      po.instances = needInt();
+      if (po.instances > ir::kMaxInstances) // negative: ir::Program reports it as the DSL does
+        in_.fail(loc, DiagId::err_bad_program_option,
+                 {oi.name, "must be at most " + std::to_string(ir::kMaxInstances) + ", got " + std::to_string(po.instances)});
+      break;
     case OptionId::Opt_protocol:
       if (v.kind() != ValueKind::Str) bad();
       po.protocol = v.as<StrObj>().s;
@@ -96,6 +102,27 @@ public:
 private:
   Interp &in_;
 };
+
+/// The plan the program lowers to: every op, threadblock, channel and semaphore of the IR,
+/// `instances` times. Throws err_plan_too_large above `limit`.
+void checkPlanSize(const ir::Program &program, SMLoc loc, uint64_t limit) {
+  const ir::ProgramIR &irp = program.ir();
+  uint64_t perInstance = 0;
+  for (const ir::GpuIR &g : irp.gpus) {
+    perInstance += g.threadblocks.size() + g.memoryConnectedTo.size() + g.portConnectedTo.size() +
+                   g.switchChannels.size() + g.semaphores.size();
+    for (const ir::ThreadBlockIR &tb : g.threadblocks)
+      perInstance += tb.packed.count + tb.ops.size();
+  }
+  uint64_t instances = uint64_t(std::max<int64_t>(irp.options.instances, 0));
+  unsigned __int128 total = (unsigned __int128)perInstance * instances;
+  if (total <= limit)
+    return;
+  throw EvalError{loc, DiagId::err_plan_too_large,
+                  {std::to_string(uint64_t(total)), std::to_string(perInstance), std::to_string(instances),
+                   std::to_string(limit)},
+                  {}};
+}
 
 } // namespace
 
@@ -181,6 +208,7 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
     }
     in.setProgram(result.program.get());
     in.runBody(prog->body, prog->numSlots);
+    checkPlanSize(*result.program, prog->loc, opts.maxPlanSize);
   } catch (const EvalError &e) {
     report(diag, e);
     result.program.reset();

@@ -6,6 +6,13 @@
 // the parse tree with typed build methods (one per rule, Kuzu-Transformer style) into our AST.
 // Lexer and parser errors go to the DiagEngine with exact locations; at most one syntax error
 // per line and at most kMaxSyntaxErrors per file are reported.
+// Hostile input is refused before ANTLR sees it, so that no input crashes or takes more than
+// linear time: bytes that are not UTF-8 (err_invalid_utf8, at the first bad byte), more than
+// kMaxBrackets nested brackets, and statements whose expression nesting (brackets, operators,
+// trailers) exceeds kMaxExpressionNesting. The second and third bound the C++ recursion of the
+// parser, the AST builder and every later phase that walks expressions (deep nesting made
+// ANTLR's adaptive prediction super-linear and overflowed the stack). A file without tokens
+// (empty, blank or only comments) is an empty module.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/frontend/Parser.h"
@@ -25,6 +32,59 @@ using P = MscclParser;
 namespace {
 
 constexpr unsigned kMaxSyntaxErrors = 10;
+/// Nested (), [] and {} (Python refuses more than 200 nested parentheses).
+constexpr unsigned kMaxBrackets = 200;
+/// Operators, trailers and brackets nested in one statement (see nestingWeight below).
+constexpr unsigned kMaxExpressionNesting = 1000;
+
+/// The first byte of `text` that is not part of well-formed UTF-8 (RFC 3629: no overlong
+/// forms, no surrogates, nothing above U+10FFFF), or npos.
+size_t firstInvalidUtf8(llvm::StringRef text) {
+  const auto *p = reinterpret_cast<const unsigned char *>(text.data());
+  size_t n = text.size(), i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else return i;
+    if (i + 1 >= n || p[i + 1] < lo || p[i + 1] > hi)
+      return i;
+    for (size_t k = 2; k < len; ++k)
+      if (i + k >= n || (p[i + k] & 0xC0) != 0x80)
+        return i;
+    i += len;
+  }
+  return llvm::StringRef::npos;
+}
+
+/// Whether a token of type `t` adds a level to the expression it is in: every prefix and
+/// binary operator (left-associative chains build left-nested trees), the conditional
+/// expression and the attribute trailer.
+bool addsNesting(size_t t) {
+  switch (t) {
+  case MscclLexer::PLUS: case MscclLexer::MINUS: case MscclLexer::STAR: case MscclLexer::SLASH:
+  case MscclLexer::PERCENT: case MscclLexer::STARSTAR: case MscclLexer::SHL: case MscclLexer::SHR:
+  case MscclLexer::AMP: case MscclLexer::PIPE: case MscclLexer::CARET: case MscclLexer::AND:
+  case MscclLexer::OR: case MscclLexer::NOT: case MscclLexer::IF: case MscclLexer::ELSE:
+  case MscclLexer::DOT: case MscclLexer::EQEQ: case MscclLexer::NE: case MscclLexer::LT:
+  case MscclLexer::LE: case MscclLexer::GT: case MscclLexer::GE: case MscclLexer::IN:
+    return true;
+  default:
+    return false;
+  }
+}
 
 /// Maps ANTLR code-point indices to SMLocs in the buffer (ANTLR decodes UTF-8).
 class LocMap {
@@ -127,14 +187,22 @@ public:
       }
     }
     diag_.report(loc, DiagId::err_syntax, {text});
+    // A bracket left open at the end of the file is the likely cause of the first error after it.
+    if (unclosed.isValid() && !notedUnclosed_ && loc.getPointer() >= unclosed.getPointer()) {
+      notedUnclosed_ = true;
+      diag_.report(unclosed, DiagId::note_unclosed_bracket, {std::string(1, *unclosed.getPointer())});
+    }
   }
   unsigned count = 0;
+  /// The innermost bracket still open at the end of the file, if any.
+  SMLoc unclosed;
 
 private:
   diag::DiagEngine &diag_;
   const LocMap &map_;
   size_t lastLine_ = 0;
   unsigned reported_ = 0;
+  bool notedUnclosed_ = false;
 };
 
 class LexErrorListener : public antlr4::BaseErrorListener {
@@ -634,6 +702,12 @@ bool parseLiteral(llvm::StringRef text, LiteralValue &out, std::string &error) {
 Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) {
   const llvm::MemoryBuffer *buf = diag.sourceMgr().getMemoryBuffer(bufferId);
   llvm::StringRef text = buf->getBuffer();
+  size_t bad = firstInvalidUtf8(text);
+  if (bad != llvm::StringRef::npos) {
+    diag.report(SMLoc::getFromPointer(text.data() + bad), DiagId::err_invalid_utf8,
+                {llvm::utohexstr(static_cast<unsigned char>(text[bad]), false, 2)});
+    return nullptr; // ANTLR's decoder would throw
+  }
   LocMap map(text);
   unsigned errorsBefore = diag.errorCount();
 
@@ -643,16 +717,79 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
   LexErrorListener lexErrors(diag, map);
   lexer.addErrorListener(&lexErrors);
 
-  // Token filter: drop NL inside (...) / [...], collapse NL runs, report bad tokens.
+  // Token filter: drop NL inside (...) / [...], collapse NL runs, report bad tokens, bound
+  // the nesting. The nesting weight of a token bounds the depth of the parse tree and of the
+  // AST above it: brackets add one while open and one for the group once closed (trailers
+  // `f(x)[i]` chain), operators add one each; `,` and `:` go back to the weight of the
+  // enclosing bracket (siblings), and so does a statement end (a newline or `;` directly in
+  // a block; not before `else`).
   std::vector<std::unique_ptr<antlr4::Token>> tokens;
-  std::vector<size_t> stack; // token types of open brackets
+  struct Open {
+    size_t type;     // LPAREN, LBRACK or LBRACE
+    antlr4::Token *tok;
+    unsigned base;   // nesting weight inside the bracket
+  };
+  std::vector<Open> stack;
+  antlr4::Token *unclosed = nullptr; // the first bracket found never closed
+  unsigned weight = 0;
+  bool statementEnded = false;
+  bool tooDeep = false;
   for (auto &tok : lexer.getAllTokens()) {
     size_t type = tok->getType();
+    if (statementEnded && type != MscclLexer::NL && type != MscclLexer::SEMI) {
+      statementEnded = false;
+      if (type != MscclLexer::ELSE)
+        weight = stack.empty() ? 0 : stack.back().base;
+    }
+    if (addsNesting(type))
+      ++weight;
+    switch (type) {
+    case MscclLexer::LPAREN: case MscclLexer::LBRACK: case MscclLexer::LBRACE:
+      if (stack.size() >= kMaxBrackets) {
+        diag.report(map.at(tok.get()), DiagId::err_too_many_brackets, {std::to_string(kMaxBrackets)});
+        tooDeep = true;
+        break;
+      }
+      stack.push_back({type, tok.get(), ++weight});
+      break;
+    case MscclLexer::RPAREN: case MscclLexer::RBRACK: case MscclLexer::RBRACE: {
+      // Close the nearest bracket of the same kind; brackets left open inside it are never
+      // closed (the first one is named by a note under the syntax error it causes).
+      size_t want = type == MscclLexer::RPAREN ? MscclLexer::LPAREN : type == MscclLexer::RBRACK ? MscclLexer::LBRACK
+                                                                                                 : MscclLexer::LBRACE;
+      size_t k = stack.size();
+      while (k > 0 && stack[k - 1].type != want)
+        --k;
+      if (k == 0)
+        break; // a stray closing bracket: the parser reports it
+      if (k != stack.size() && !unclosed)
+        unclosed = stack.back().tok;
+      weight = stack[k - 1].base;
+      stack.resize(k - 1);
+      break;
+    }
+    case MscclLexer::COMMA: case MscclLexer::COLON:
+      weight = stack.empty() ? 0 : stack.back().base;
+      break;
+    case MscclLexer::NL: case MscclLexer::SEMI:
+      if (stack.empty() || stack.back().type == MscclLexer::LBRACE)
+        statementEnded = true;
+      break;
+    default:
+      break;
+    }
+    if (tooDeep)
+      break;
+    if (weight > kMaxExpressionNesting) {
+      diag.report(map.at(tok.get()), DiagId::err_expression_too_complex, {std::to_string(kMaxExpressionNesting)});
+      tooDeep = true;
+      break;
+    }
     // `if c { ... } return x` on one line: a statement may follow a `}` directly. A virtual
     // newline is inserted between `}` and a token that can only start a statement (never
     // `if`, which may also be a conditional expression after a map literal).
     if (!tokens.empty() && tokens.back()->getType() == MscclLexer::RBRACE &&
-        (stack.empty() || stack.back() == MscclLexer::LBRACE) &&
+        (stack.empty() || stack.back().type == MscclLexer::LBRACE) &&
         (type == MscclLexer::ID || type == MscclLexer::LET || type == MscclLexer::FOR || type == MscclLexer::WITH ||
          type == MscclLexer::RETURN || type == MscclLexer::BREAK || type == MscclLexer::CONTINUE)) {
       auto nl = std::make_unique<antlr4::CommonToken>(MscclLexer::NL, "\n");
@@ -663,15 +800,8 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
       tokens.push_back(std::move(nl));
     }
     switch (type) {
-    case MscclLexer::LPAREN: case MscclLexer::LBRACK: case MscclLexer::LBRACE:
-      stack.push_back(type);
-      break;
-    case MscclLexer::RPAREN: case MscclLexer::RBRACK: case MscclLexer::RBRACE:
-      if (!stack.empty())
-        stack.pop_back();
-      break;
     case MscclLexer::NL:
-      if ((!stack.empty() && stack.back() != MscclLexer::LBRACE) || tokens.empty() ||
+      if ((!stack.empty() && stack.back().type != MscclLexer::LBRACE) || tokens.empty() ||
           tokens.back()->getType() == MscclLexer::NL)
         continue;
       break;
@@ -689,21 +819,28 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
     tokens.push_back(std::move(tok));
   }
   if (diag.errorCount() != errorsBefore)
-    return nullptr; // lexical errors: the parser would only add noise
+    return nullptr; // lexical errors or too deep: the parser would only add noise
+
+  Module *m = ctx.module();
+  m->bufferId = bufferId;
+  m->filename = buf->getBufferIdentifier().str();
+  if (tokens.empty())
+    return m; // nothing but blanks and comments (ANTLR's ListTokenSource refuses no tokens)
 
   antlr4::ListTokenSource source(std::move(tokens));
   antlr4::CommonTokenStream stream(&source);
   MscclParser parser(&stream);
   parser.removeErrorListeners();
   ErrorListener errors(diag, map);
+  if (!unclosed && !stack.empty())
+    unclosed = stack.back().tok;
+  if (unclosed)
+    errors.unclosed = map.at(unclosed);
   parser.addErrorListener(&errors);
   P::FileContext *tree = parser.file();
   if (errors.count != 0)
     return nullptr;
 
-  Module *m = ctx.module();
-  m->bufferId = bufferId;
-  m->filename = buf->getBufferIdentifier().str();
   Builder b(ctx, diag, map);
   b.buildFile(tree, *m);
   if (b.failed)

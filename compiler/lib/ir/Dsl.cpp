@@ -25,6 +25,8 @@ std::string bt(BufferType t) { return std::string(plan::bufferTypeName(t)); }
 
 Collective makeCollective(const char *name, int64_t n, int64_t cf, bool inplace, int64_t in, int64_t out) {
   if (n < 1) throw DslError("Number of ranks must be at least 1, got " + std::to_string(n) + ".");
+  if (n > kMaxRanks)
+    throw DslError("Number of ranks " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxRanks) + ".");
   if (cf < 0) throw DslError("Chunk factor must be non-negative, got " + std::to_string(cf) + ".");
   if (in < 0 || out < 0) throw DslError("Buffer sizes must be non-negative, got input " + std::to_string(in) + ", output " + std::to_string(out) + ".");
   Collective c;
@@ -36,13 +38,25 @@ Collective makeCollective(const char *name, int64_t n, int64_t cf, bool inplace,
   c.outputChunks = out;
   return c;
 }
+
+/// n * cf, checked before it is computed (the sizes of the collective's buffers). Invalid n or
+/// cf give 0: makeCollective reports them.
+int64_t blockChunks(int64_t n, int64_t cf) {
+  int64_t r;
+  if (n < 1 || n > kMaxRanks || cf < 0)
+    return 0;
+  if (__builtin_mul_overflow(n, cf, &r))
+    throw DslError("Chunk factor " + std::to_string(cf) + " is too large: " + std::to_string(n) + " * " +
+                   std::to_string(cf) + " chunks do not fit in 64 bits.");
+  return r;
+}
 } // namespace
 
 // --- collectives.py --------------------------------------------------------------------
-Collective Collective::allReduce(int64_t n, int64_t cf, bool inplace) { return makeCollective("allreduce", n, cf, inplace, n * cf, n * cf); }
-Collective Collective::allGather(int64_t n, int64_t cf, bool inplace) { return makeCollective("allgather", n, cf, inplace, cf, n * cf); }
-Collective Collective::reduceScatter(int64_t n, int64_t cf, bool inplace) { return makeCollective("reducescatter", n, cf, inplace, n * cf, cf); }
-Collective Collective::allToAll(int64_t n, int64_t cf, bool inplace) { return makeCollective("alltoall", n, cf, inplace, n * cf, n * cf); }
+Collective Collective::allReduce(int64_t n, int64_t cf, bool inplace) { int64_t c = blockChunks(n, cf); return makeCollective("allreduce", n, cf, inplace, c, c); }
+Collective Collective::allGather(int64_t n, int64_t cf, bool inplace) { return makeCollective("allgather", n, cf, inplace, cf, blockChunks(n, cf)); }
+Collective Collective::reduceScatter(int64_t n, int64_t cf, bool inplace) { return makeCollective("reducescatter", n, cf, inplace, blockChunks(n, cf), cf); }
+Collective Collective::allToAll(int64_t n, int64_t cf, bool inplace) { int64_t c = blockChunks(n, cf); return makeCollective("alltoall", n, cf, inplace, c, c); }
 Collective Collective::sendRecv(int64_t n, int64_t cf, bool inplace) { return makeCollective("sendrecv", n, cf, inplace, cf, cf); }
 Collective Collective::testCollective(int64_t n, int64_t in, int64_t out) { return makeCollective("test", n, 1, false, in, out); }
 
@@ -153,6 +167,9 @@ Program::Program(ProgramOptions o) : impl_(std::make_unique<Impl>()) {
     throw DslError("Number of ranks " + std::to_string(o.numRanks) + " exceeds the number of ranks of the collective (" +
                    std::to_string(o.collective.numRanks) + ").");
   if (o.instances < 0) throw DslError("Number of instances must be >= 0, got " + std::to_string(o.instances));
+  if (o.instances > kMaxInstances)
+    throw DslError("Number of instances " + std::to_string(o.instances) + " exceeds the limit of " +
+                   std::to_string(kMaxInstances) + ".");
   if (o.numThreadsPerBlock < 0 || o.numThreadsPerBlock > int64_t(UINT32_MAX))
     throw DslError("num_threads_per_block " + std::to_string(o.numThreadsPerBlock) + " is out of range.");
   if (o.bufferAlignment < 0) throw DslError("buffer_alignment " + std::to_string(o.bufferAlignment) + " must be non-negative.");

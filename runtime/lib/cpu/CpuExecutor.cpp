@@ -51,8 +51,15 @@ public:
     std::free(buffer.ptr);
     buffer = DeviceBuffer{};
   }
-  void upload(void *dst, const void *src, size_t bytes) override { std::memmove(dst, src, bytes); }
-  void download(void *dst, const void *src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  // memmove's pointers must not be null even for 0 bytes (an empty std::vector's data() is).
+  void upload(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+  }
+  void download(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
+  }
 
   ExecuteResult execute(const ExecuteRequest &req) override;
 

@@ -135,10 +135,11 @@ struct Ctx {
     case BufferType::Scratch: base = rs.scratch; break;
     }
     offset = checkedOffset(rank, type, offset, length, what);
+    uint8_t *at = base ? base + offset : nullptr; // no pointer arithmetic on an empty buffer (offset 0)
     if (acc != NoAcc && m.race)
-      m.race->access(tb, op, byProxy(), acc == Write, base + offset, length, rank, type,
+      m.race->access(tb, op, byProxy(), acc == Write, at, length, rank, type,
                      type == BufferType::Scratch ? offset - rs.scratchOffset : offset);
-    return base + offset;
+    return at;
   }
 
   /// Packet-format region of payload range [offset, offset+length): bytes [2*offset, 2*(offset+length)).

@@ -504,26 +504,45 @@ namespace {
 
 using json = nlohmann::json;
 
-/// A JSON value together with its path, for error messages.
+/// The message of a JSON library exception without its "[json.exception.KIND.N] " prefix.
+std::string jsonMessage(const json::exception &e) {
+  std::string msg = e.what();
+  auto pos = msg.find("] ");
+  return pos == std::string::npos ? msg : msg.substr(pos + 2);
+}
+
+/// A JSON value together with its path, for error messages. Every call into the JSON library
+/// goes through guard(), so that none of its exceptions escapes without the path.
 struct Node {
   const json &v;
   std::string path;
 
   [[noreturn]] void fail(const std::string &msg) const { throw PlanError(path, msg); }
 
+  template <typename F> auto guard(F f) const -> decltype(f()) {
+    try {
+      return f();
+    } catch (const json::exception &e) {
+      fail(jsonMessage(e));
+    }
+  }
+
   Node at(std::string_view key) const {
-    auto it = v.find(key);
+    auto it = guard([&] { return v.find(key); });
     if (it == v.end())
       fail("missing required key `" + std::string(key) + "`");
     return {*it, sub(key)};
   }
   std::optional<Node> find(std::string_view key) const {
-    auto it = v.find(key);
+    auto it = guard([&] { return v.find(key); });
     if (it == v.end())
       return std::nullopt;
     return Node{*it, sub(key)};
   }
-  Node operator[](size_t i) const { return {v[i], path + "[" + std::to_string(i) + "]"}; }
+  Node operator[](size_t i) const {
+    std::string p = path + "[" + std::to_string(i) + "]";
+    return {guard([&]() -> const json & { return v.at(i); }), std::move(p)};
+  }
   std::string sub(std::string_view key) const {
     return path.empty() ? std::string(key) : path + "." + std::string(key);
   }
@@ -540,11 +559,12 @@ struct Node {
   }
   uint64_t u64() const {
     if (v.is_number_unsigned())
-      return v.get<uint64_t>();
+      return guard([&] { return v.get<uint64_t>(); });
     if (v.is_number_integer()) {
-      if (v.get<int64_t>() < 0)
-        fail("expected a non-negative integer, got " + v.dump());
-      return uint64_t(v.get<int64_t>());
+      int64_t x = guard([&] { return v.get<int64_t>(); });
+      if (x < 0)
+        fail("expected a non-negative integer, got " + std::to_string(x));
+      return uint64_t(x);
     }
     fail(std::string("expected a non-negative integer, got ") + v.type_name());
   }
@@ -557,22 +577,26 @@ struct Node {
   int32_t i32() const {
     if (!v.is_number_integer())
       fail(std::string("expected an integer, got ") + v.type_name());
-    int64_t x = v.get<int64_t>();
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
-      fail("value " + v.dump() + " does not fit in 32 bits");
+    if (v.is_number_unsigned()) {
+      uint64_t u = guard([&] { return v.get<uint64_t>(); });
+      if (u > uint64_t(std::numeric_limits<int32_t>::max()))
+        fail("value " + std::to_string(u) + " does not fit in 32 bits");
+      return int32_t(u);
+    }
+    int64_t x = guard([&] { return v.get<int64_t>(); });
     if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
-      fail("value " + v.dump() + " does not fit in 32 bits");
+      fail("value " + std::to_string(x) + " does not fit in 32 bits");
     return int32_t(x);
   }
   bool boolean() const {
     if (!v.is_boolean())
       fail(std::string("expected a boolean, got ") + v.type_name());
-    return v.get<bool>();
+    return guard([&] { return v.get<bool>(); });
   }
   const std::string &str() const {
     if (!v.is_string())
       fail(std::string("expected a string, got ") + v.type_name());
-    return v.get_ref<const std::string &>();
+    return guard([&]() -> const std::string & { return v.get_ref<const std::string &>(); });
   }
   std::vector<uint32_t> u32List() const {
     size_t n = array();
@@ -834,15 +858,81 @@ Plan fromJson(const nlohmann::json &json) {
   return plan;
 }
 
+namespace {
+
+/// A SAX pass that only tracks the JSON path of the value being read, to name where the text
+/// stops being a valid plan document (a syntax error, a number that overflows a double).
+class PathTracker : public nlohmann::json_sax<json> {
+public:
+  std::string path() const {
+    std::string p;
+    for (const Frame &f : stack_) {
+      if (f.array)
+        p += "[" + std::to_string(f.index) + "]";
+      else if (f.hasKey)
+        p += (p.empty() ? "" : ".") + f.key;
+    }
+    return p;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t &) override { return value(); }
+  bool string(string_t &) override { return value(); }
+  bool binary(binary_t &) override { return value(); }
+  bool start_object(std::size_t) override {
+    stack_.push_back({false, 0, false, {}});
+    return true;
+  }
+  bool key(string_t &k) override {
+    stack_.back().key = k;
+    stack_.back().hasKey = true;
+    return true;
+  }
+  bool end_object() override { return end(); }
+  bool start_array(std::size_t) override {
+    stack_.push_back({true, 0, false, {}});
+    return true;
+  }
+  bool end_array() override { return end(); }
+  bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &) override { return false; }
+
+private:
+  struct Frame {
+    bool array;
+    size_t index;
+    bool hasKey;
+    std::string key;
+  };
+  bool value() {
+    if (!stack_.empty()) {
+      if (stack_.back().array)
+        ++stack_.back().index;
+      else
+        stack_.back().hasKey = false; // between members: the path is the object's
+    }
+    return true;
+  }
+  bool end() {
+    stack_.pop_back();
+    return value();
+  }
+  std::vector<Frame> stack_;
+};
+
+} // namespace
+
 Plan parsePlan(const std::string &text) {
-  nlohmann::json j;
+  json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
-    std::string msg = e.what();
-    auto pos = msg.find("] ");
-    throw PlanError("", "invalid JSON: " + (pos == std::string::npos ? msg : msg.substr(pos + 2)));
+    j = json::parse(text);
+  } catch (const json::exception &e) {
+    // Any exception of the parser (parse_error, out_of_range for a number that overflows a
+    // double, ...): a second pass finds the path of the value it happened in.
+    PathTracker tracker;
+    (void)json::sax_parse(text, &tracker);
+    throw PlanError(tracker.path(), "invalid JSON: " + jsonMessage(e));
   }
   return fromJson(j);
 }

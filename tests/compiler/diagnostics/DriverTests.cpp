@@ -221,3 +221,29 @@ TEST_CASE("compilePlan returns the plan in memory") {
   es.flush();
   CHECK(err.find("division by zero") != std::string::npos);
 }
+
+TEST_CASE("a file without tokens is a located error, not an abort") {
+  for (const char *text : {"", "\n\n  \t\n", "// only a comment", "/* block */\n// line\n"}) {
+    Run r = run({"-"}, text);
+    CHECK(r.rc == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("<stdin>:1:1: error: no `program` in `<stdin>`") != std::string::npos);
+  }
+}
+
+TEST_CASE("hostile sources end in a diagnostic") {
+  // Bytes that are not UTF-8 (ANTLR's decoder used to throw and abort mscclc).
+  Run bad = run({"-"}, std::string("program p(collective = AllReduce(2, 1, true)) {\n  let s = \"\xfe\"\n}\n"));
+  CHECK(bad.rc == 1);
+  CHECK(bad.err.find("<stdin>:2:12: error: invalid UTF-8 in source file (byte 0xFE)") != std::string::npos);
+  // Thousands of nested parentheses (stack overflow, and super-linear time before it).
+  std::string deep = "program p(collective = AllReduce(2, 1, true)) {\n  let x = " + std::string(20000, '(') + "1" +
+                     std::string(20000, ')') + "\n}\n";
+  Run nested = run({"-"}, deep);
+  CHECK(nested.rc == 1);
+  CHECK(nested.err.find("<stdin>:2:210: error: too many nested brackets (more than 200)") != std::string::npos);
+  // An instances override above the limit.
+  Run inst = run({"-", "--instances=5000", "--no-verify"}, kProgram);
+  CHECK(inst.rc == 1);
+  CHECK(inst.err.find("program option `instances`: must be at most 1024, got 5000") != std::string::npos);
+}

@@ -38,6 +38,9 @@ struct ElabOptions {
   std::vector<std::pair<std::string, std::string>> optionOverrides;
   int64_t maxLoopIterations = 50'000'000;
   unsigned maxCallDepth = 200;
+  /// Limit on the plan's size: ops, threadblocks, channels and semaphores of all ranks, times
+  /// `instances` (err_plan_too_large). The default is about 90 times the largest benchmark plan.
+  uint64_t maxPlanSize = uint64_t(1) << 26;
   /// Where print(...) writes (stderr by default).
   llvm::raw_ostream *printStream = nullptr;
 };

@@ -70,7 +70,8 @@ enum class ReplicationPolicy : uint8_t { Interleaved, None };
 
 /// A collective: its plan name and per-rank input/output buffer sizes in chunks.
 /// Mirrors collectives.py (init_buffers). All factories throw DslError for negative sizes
-/// (Python accepts them; deliberate deviation) and for num_ranks < 1.
+/// (Python accepts them; deliberate deviation), for num_ranks < 1 or above kMaxRanks, and when
+/// a chunk count (num_ranks * chunk_factor) does not fit in 64 bits (Python has no limits).
 struct Collective {
   std::string name;        ///< "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "test"
   int64_t numRanks = 0;
@@ -95,6 +96,12 @@ struct Collective {
 
 // --- Program options (program.py CollectiveProgram.__init__) ---------------------------
 
+/// Limits on user values that size the program (deliberate deviations: Python has none). A
+/// plan holds every rank; replication makes `instances` copies of every threadblock, and no GPU
+/// keeps more than a few hundred threadblocks resident.
+constexpr int64_t kMaxRanks = 65536;
+constexpr int64_t kMaxInstances = 1024;
+
 struct ProgramOptions {
   std::optional<std::string> name;   ///< Plan `name` (null when absent).
   Collective collective;
@@ -102,7 +109,7 @@ struct ProgramOptions {
   /// DslError "Number of ranks N exceeds the number of ranks of the collective (M)." (Python:
   /// IndexError). Smaller: the extra collective buffers are ignored, as in Python.
   int64_t numRanks = -1;
-  int64_t instances = 1;             ///< Replication factor (>= 0; negative -> DslError).
+  int64_t instances = 1;             ///< Replication factor, 0..kMaxInstances (else DslError).
   std::string protocol = "Simple";   ///< "Simple" or "LL", else "Given protocol: X. Must be either Simple, LL".
   bool instrFusion = true;
   bool autoSync = true;

@@ -64,7 +64,10 @@ private:
 
 /// JSON value -> Plan. Throws PlanError naming the JSON path of the first problem.
 Plan fromJson(const nlohmann::json &json);
-/// Text -> Plan. Syntax errors are PlanError with path "" and the line/column in the message.
+/// Text -> Plan. Text that is not JSON (a syntax error, a number too large for a double such as
+/// `1e999`, ...) is a PlanError whose path names the value where reading stopped and whose
+/// message is "invalid JSON: " and the JSON library's message (with line and column). No
+/// exception other than PlanError leaves parsePlan, fromJson or readPlanFile.
 Plan parsePlan(const std::string &text);
 /// File -> Plan. Throws PlanError (path "") if the file cannot be read.
 Plan readPlanFile(const std::string &filename);
