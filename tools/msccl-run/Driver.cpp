@@ -11,6 +11,7 @@
 #include "msccl/runtime/CpuExecutor.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
+#include "msccl/runtime/SimExecutor.h"
 #include "msccl/runtime/Verify.h"
 
 #include <llvm/Support/CommandLine.h>
@@ -33,7 +34,7 @@ namespace cl = llvm::cl;
 
 cl::OptionCategory Cat("msccl-run options");
 cl::opt<std::string> PlanPath(cl::Positional, cl::desc("[PLAN.json]"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> Backend("backend", cl::desc("Executor backend: cpu, or when built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU)"), cl::init("cpu"), cl::cat(Cat));
+cl::opt<std::string> Backend("backend", cl::desc("Executor backend: cpu, sim (performance model, see --topology), or when built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU)"), cl::init("cpu"), cl::cat(Cat));
 cl::opt<std::string> MinBytes("b", cl::desc("Smallest message size (bytes; K/M/G suffixes)"), cl::init(""), cl::cat(Cat));
 cl::opt<std::string> MaxBytes("e", cl::desc("Largest message size (bytes; K/M/G suffixes)"), cl::init(""), cl::cat(Cat));
 cl::opt<unsigned> Factor("f", cl::desc("Size multiplication factor of the sweep"), cl::init(4), cl::cat(Cat));
@@ -60,6 +61,14 @@ cl::opt<std::string> PlansDir("plans", cl::desc("Pick per size a plan from DIR (
 cl::opt<std::string> CollectiveOpt("collective", cl::desc("With --plans: the collective to run"), cl::init("allreduce"),
                                    cl::cat(Cat));
 cl::opt<unsigned> NRanks("nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat));
+// Performance model (backend sim, msccl/runtime/SimExecutor.h).
+cl::opt<std::string> TopologyOpt("topology", cl::desc("sim backend: topology NAME (hgx-h100, ...) or FILE.json"),
+                                 cl::init(""), cl::cat(Cat));
+cl::opt<bool> SuggestRanges("suggest-ranges",
+                            cl::desc("sim backend: print the size range in which each of PLAN.json... is fastest"),
+                            cl::cat(Cat));
+cl::list<std::string> MorePlans(cl::Positional, cl::ZeroOrMore, cl::desc("[PLAN.json...] (with --suggest-ranges)"),
+                                cl::cat(Cat));
 
 std::optional<uint64_t> parseBytes(const std::string &s) {
   if (s.empty())
@@ -163,6 +172,43 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
     return usage("-n 0 with --no-check would run nothing");
   if (Factor < 2 && SizeOpt.empty())
     return usage("-f must be at least 2");
+  if (!TopologyOpt.empty() && Backend != "sim")
+    return usage("--topology needs --backend sim");
+  if (SuggestRanges && Backend != "sim")
+    return usage("--suggest-ranges needs --backend sim");
+  if (!MorePlans.empty() && !SuggestRanges)
+    return usage("several PLAN.json files need --suggest-ranges");
+  if (SuggestRanges) {
+    std::vector<std::string> files{PlanPath};
+    files.insert(files.end(), MorePlans.begin(), MorePlans.end());
+    std::optional<uint64_t> lo = MinBytes.empty() ? std::optional<uint64_t>(256) : parseBytes(MinBytes);
+    std::optional<uint64_t> hi = MaxBytes.empty() ? std::optional<uint64_t>(1ull << 30) : parseBytes(MaxBytes);
+    if (!lo || !hi || *lo == 0 || *lo > *hi)
+      return usage("need 0 < -b <= -e");
+    std::vector<uint64_t> sweep;
+    for (uint64_t s = *lo; s <= *hi; s *= Factor) {
+      sweep.push_back(s);
+      if (s > *hi / Factor)
+        break;
+    }
+    try {
+      sim::Topology topo = sim::loadTopology(TopologyOpt.empty() ? "hgx-h100" : std::string(TopologyOpt));
+      std::vector<Plan> loaded;
+      std::vector<std::string> labels;
+      for (const std::string &f : files) {
+        loaded.push_back(readPlanFile(f));
+        labels.push_back(std::filesystem::path(f).filename().string());
+      }
+      std::vector<const Plan *> ptrs;
+      for (const Plan &p : loaded)
+        ptrs.push_back(&p);
+      sim::printRanges(out, sim::suggestRanges(labels, ptrs, topo, sweep, packet), topo);
+      return 0;
+    } catch (const std::exception &e) {
+      err << "msccl-run: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
 
   // Plans.
   std::vector<LoadedPlan> plans;
@@ -264,6 +310,7 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
 
   // Backend.
   registerCpuExecutor();
+  registerSimExecutor();
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
   registerCudaExecutor();
 #endif
@@ -278,13 +325,16 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       CpuExecutorOptions co;
       co.raceCheck = raceCheck;
       ex = makeCpuExecutor(co);
+    } else if (Backend == "sim") {
+      ex = sim::makeSimExecutor(TopologyOpt.empty() ? "hgx-h100" : std::string(TopologyOpt));
     } else {
       ex = createExecutor(Backend);
     }
-  } catch (const ExecutionError &e) {
+  } catch (const std::exception &e) { // ExecutionError, sim::TopologyError
     err << "msccl-run: error: " << e.what() << "\n";
     return 1;
   }
+  auto *simEx = dynamic_cast<sim::SimExecutor *>(ex.get());
 
   std::unique_ptr<std::ofstream> jsonl;
   if (!JsonlPath.empty()) {
@@ -295,7 +345,7 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
     }
   }
 
-  const bool check = Check && !NoCheck;
+  const bool check = Check && !NoCheck && !simEx; // the model moves no data
   out << "# msccl-run: backend " << ex->name() << " (" << ex->description() << ")\n";
   if (plans.size() == 1)
     out << "# plan " << plans[0].file << ": collective " << plans[0].plan.collective << ", "
@@ -378,6 +428,8 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       }
     }
     printRow(out, row, *dt);
+    if (simEx && row.status == "ok")
+      out << "#   " << simEx->lastReport().boundBy() << "\n";
     if (row.status == "wrong" || row.status == "error") {
       failed = true;
       err << "msccl-run: size " << size << " (" << row.plan << "): " << row.message << "\n";
@@ -401,6 +453,8 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       else
         j["wrong"] = nullptr;
       j["status"] = row.status;
+      if (simEx && row.status == "ok")
+        j["bound_by"] = simEx->lastReport().boundBy();
       if (!row.message.empty())
         j["message"] = row.message;
       *jsonl << j.dump() << "\n";
@@ -410,7 +464,8 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
     err << "msccl-run: error: no message size could run (see the skipped rows)\n";
     return 1;
   }
-  out << "# " << (failed ? "FAILED" : "all results correct") << "\n";
+  out << "# " << (failed ? "FAILED" : simEx ? "all sizes simulated (model output; nothing verified)" : "all results correct")
+      << "\n";
   return failed ? 1 : 0;
 }
 

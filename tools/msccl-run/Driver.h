@@ -8,10 +8,11 @@
 // ran and was right; 1 on any wrong result, deadlock, misuse or plan/size error; 2 on bad
 // usage. Never calls exit() (except llvm::cl's --help), so tests call it in-process.
 //
-// Usage: msccl-run PLAN.json [--backend cpu|cuda] [-b MIN -e MAX -f FACTOR | --size S]
+// Usage: msccl-run PLAN.json [--backend cpu|cuda|sim [--topology T]] [-b MIN -e MAX -f FACTOR | --size S]
 //          [-d float16|bfloat16|float32|int32|uint32|uint8] [-o sum|min|max]
 //          [--in-place|--out-of-place] [-n ITERS -w WARMUP] [--check|--no-check]
 //          [--packet LL16|LL8] [--jsonl FILE] [--plans DIR [--collective C] [--nranks N]]
+//        msccl-run --backend sim [--topology T] --suggest-ranges PLAN.json... [-b -e -f]
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once

@@ -57,6 +57,8 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
   }
   std::vector<uint8_t> host;
   auto resetData = [&]() {
+    if (!ex.movesData())
+      return; // a performance model: nothing to fill
     for (auto &a : allocs) {
       host.assign(a.bytes, 0);
       ex.upload(a.ptr, host.data(), a.bytes);
@@ -88,7 +90,7 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
     req.warmupIterations = o.warmup;
     setTiming(ex.execute(req).seconds, o.iterations);
   }
-  if (o.check) {
+  if (o.check && ex.movesData()) {
     resetData();
     req.iterations = std::max(1u, o.checkLaunches);
     req.warmupIterations = 0;
