@@ -8,6 +8,7 @@
 #include "msccl/runtime/SimExecutor.h"
 
 #include "msccl/runtime/Collective.h"
+#include "msccl/runtime/PlanValidate.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -37,7 +38,18 @@ void SimExecutor::release(DeviceBuffer &buffer) { buffer = DeviceBuffer{}; }
 ExecuteResult SimExecutor::execute(const ExecuteRequest &request) {
   if (!request.plan)
     throw ExecutionError(ErrorKind::InvalidPlan, "no plan");
-  last_ = simulate(*request.plan, topo_, request.inputBytes, request.outputBytes, request.packetType);
+  // Validation costs more than the simulation on large plans: once per plan (by address and
+  // shape; msccl-run sweeps sizes over one unchanged plan).
+  const plan::Plan *p = request.plan;
+  bool fresh = p != validated_ || p->gpus.size() != validatedRanks_;
+  if (fresh) {
+    ValidateOptions vo;
+    vo.allowGlre = true;
+    validatePlan(*p, vo);
+    validated_ = p;
+    validatedRanks_ = p->gpus.size();
+  }
+  last_ = simulate(*p, topo_, request.inputBytes, request.outputBytes, request.packetType, /*validate=*/false);
   ExecuteResult r;
   r.seconds = last_.seconds * request.iterations;
   r.launches = request.iterations + request.warmupIterations;
@@ -74,6 +86,9 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
     // The plans without their own size range: the point is to suggest one.
     std::vector<plan::Plan> open;
     for (size_t i : members[gi]) {
+      ValidateOptions vo;
+      vo.allowGlre = true;
+      validatePlan(*plans[i], vo); // once per plan, not per size
       open.push_back(*plans[i]);
       open.back().minMessageSize = 0;
       open.back().maxMessageSize = std::numeric_limits<uint64_t>::max();
@@ -85,7 +100,14 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
         auto ms = messageSizesFor(open[k], s, nullptr);
         if (!ms)
           continue;
-        double t = simulate(open[k], topo, ms->inputBytes, ms->outputBytes, packet).seconds;
+        double t;
+        try {
+          t = simulate(open[k], topo, ms->inputBytes, ms->outputBytes, packet, /*validate=*/false).seconds;
+        } catch (const ExecutionError &e) {
+          if (e.kind() == ErrorKind::InvalidSize)
+            continue; // e.g. offsets past 4 GiB: this plan cannot run this size
+          throw;
+        }
         if (best < 0 || t < bestT * (1 - 1e-9)) {
           best = int(k);
           bestT = t;

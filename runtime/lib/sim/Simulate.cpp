@@ -25,6 +25,7 @@
 #include <map>
 #include <queue>
 #include <sstream>
+#include <unordered_map>
 
 namespace msccl::runtime::sim {
 using namespace msccl::plan;
@@ -35,7 +36,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 struct Resource {
-  std::string name;
+  uint8_t kind = 0;      // 0..4: link out, link in, hbm, nic out, nic in; 5: threadblock
+  uint32_t rank = 0, tb = 0;
   double cap = 0;        // bytes per second
   double bytes = 0;      // carried so far
   bool isTb = false;
@@ -94,7 +96,10 @@ struct TbState {
   uint32_t releaser = kNone;   // the instance whose arrival unblocked the current op
   double releaseTime = 0;
   double opStart = 0;          // when the tb reached the current op
-  std::string blockedOn;
+  // What the tb waits for (formatted only for a deadlock report).
+  enum class On : uint8_t { Nothing, MemSignal, PortSignal, Semaphore, Packets, Barrier } on = On::Nothing;
+  uint32_t onIndex = 0, onRank = 0;
+  uint64_t onBegin = 0, onEnd = 0;
   uint32_t tbRes = kNone;
 };
 
@@ -124,7 +129,6 @@ struct RankState {
   std::map<uint64_t, uint64_t> packets[3];
   uint32_t lastPacketRec = kNone;
   double lastPacketTime = 0;
-  std::vector<uint32_t> blocked; // tb ids blocked on this rank's counters
 };
 
 void addInterval(std::map<uint64_t, uint64_t> &m, uint64_t b, uint64_t e) {
@@ -241,14 +245,29 @@ private:
   bool trySem(TbState &s, const LoweredOp &op);
   bool packetsReady(TbState &s, const LoweredOp &op);
   void startData(TbState &s, const LoweredOp &op);
-  void block(TbState &s, uint32_t rank, std::string why) {
-    s.blocked = true;
-    s.blockedOn = std::move(why);
-    ranks_[rank].blocked.push_back(s.id);
+  // Blocked threadblocks by what they wait for: (rank, counter kind, index).
+  enum Waits : uint64_t { MemSignal, PortSignal, Semaphore, Packets };
+  static uint64_t key(uint32_t rank, Waits kind, uint32_t index) {
+    return (uint64_t(rank) << 34) | (uint64_t(kind) << 32) | index;
   }
-  void wake(uint32_t rank, uint32_t rec, double t) {
+  std::unordered_map<uint64_t, std::vector<uint32_t>> waiters_;
+  void block(TbState &s, uint64_t k, TbState::On on, uint32_t index, uint32_t rank = 0, uint64_t b = 0,
+             uint64_t e = 0) {
+    s.blocked = true;
+    s.on = on;
+    s.onIndex = index;
+    s.onRank = rank;
+    s.onBegin = b;
+    s.onEnd = e;
+    waiters_[k].push_back(s.id);
+  }
+  std::string blockedOn(const TbState &s) const;
+  void wake(uint64_t k, uint32_t rec, double t) {
+    auto it = waiters_.find(k);
+    if (it == waiters_.end() || it->second.empty())
+      return;
     std::vector<uint32_t> list;
-    list.swap(ranks_[rank].blocked);
+    list.swap(it->second);
     for (uint32_t id : list) {
       TbState &s = tbs_[id];
       if (!s.blocked)
@@ -262,6 +281,36 @@ private:
   void recomputeRates();
   void complete(uint32_t a);
 };
+
+std::string Sim::blockedOn(const TbState &s) const {
+  switch (s.on) {
+  case TbState::On::Nothing: break;
+  case TbState::On::MemSignal:
+  case TbState::On::PortSignal: {
+    bool port = s.on == TbState::On::PortSignal;
+    const RankState &rs = ranks_[s.rank];
+    const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
+    uint32_t c = s.onIndex;
+    return "waits for a signal on " + std::string(port ? "port" : "memory") + " channel " + std::to_string(c) +
+           " from rank " + std::to_string(list[c].peer) + "; received " +
+           std::to_string((port ? rs.portSig : rs.memSig)[c]) + " signals, " +
+           std::to_string((port ? rs.portWait : rs.memWait)[c]) + " consumed";
+  }
+  case TbState::On::Semaphore:
+    return "waits to acquire semaphore " + std::to_string(s.onIndex) + " (needs a sem_release)";
+  case TbState::On::Packets:
+    return "waits for LL packets in scratch bytes [" + std::to_string(s.onBegin) + ", " + std::to_string(s.onEnd) +
+           ") of rank " + std::to_string(s.onRank) + " that no op has written";
+  case TbState::On::Barrier: {
+    auto it = ranks_[s.rank].barriers.find(s.onIndex);
+    size_t arrived = it == ranks_[s.rank].barriers.end() ? 0 : it->second.arrived.size();
+    uint32_t expected = it == ranks_[s.rank].barriers.end() ? 0 : it->second.expected;
+    return "waits at barrier " + std::to_string(s.onIndex) + ": " + std::to_string(arrived) + " of " +
+           std::to_string(expected) + " threadblocks arrived";
+  }
+  }
+  return "cannot progress";
+}
 
 void Sim::settle(TbState &s) {
   const auto &ops = s.tb->ops;
@@ -304,11 +353,7 @@ bool Sim::tryWait(TbState &s, const LoweredOp &op) {
   // All channels at once: consume only when every one has a signal (a wait op polls them all).
   for (uint32_t c : op.channels)
     if (sig[c] <= wt[c]) {
-      const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
-      block(s, s.rank,
-            "waits for a signal on " + std::string(port ? "port" : "memory") + " channel " + std::to_string(c) +
-                " from rank " + std::to_string(list[c].peer) + "; received " + std::to_string(sig[c]) +
-                " signals, " + std::to_string(wt[c]) + " consumed");
+      block(s, key(s.rank, port ? PortSignal : MemSignal, c), port ? TbState::On::PortSignal : TbState::On::MemSignal, c);
       return false;
     }
   for (uint32_t c : op.channels)
@@ -320,7 +365,7 @@ bool Sim::trySem(TbState &s, const LoweredOp &op) {
   RankState &rs = ranks_[s.rank];
   for (uint32_t id : op.semaphores)
     if (rs.sems[id] <= 0) {
-      block(s, s.rank, "waits to acquire semaphore " + std::to_string(id) + " (needs a sem_release)");
+      block(s, key(s.rank, Semaphore, id), TbState::On::Semaphore, id);
       return false;
     }
   for (uint32_t id : op.semaphores)
@@ -337,9 +382,7 @@ bool Sim::packetsReady(TbState &s, const LoweredOp &op) {
     uint32_t r = e.where.kind == Location::Kind::Remote ? e.where.rank : s.rank;
     ByteRange w = window(s, op, e);
     if (!covered(ranks_[r].packets[uint8_t(e.where.type)], w.offset, w.end())) {
-      block(s, r,
-            "waits for LL packets in scratch bytes [" + std::to_string(w.offset) + ", " + std::to_string(w.end()) +
-                ") of rank " + std::to_string(r) + " that no op has written yet");
+      block(s, key(r, Packets, 0), TbState::On::Packets, 0, r, w.offset, w.end());
       return false;
     }
   }
@@ -362,8 +405,15 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
   const bool port = op.channelType == ChannelType::Port;
   double startDelay = topo_.opUs * 1e-6;
   double tbBytes = 0; // the copy/reduce loop: one pass over the longest buffer entry (payload + flags)
-  std::map<uint32_t, double> dem;
-  auto add = [&](uint32_t r, double b) { dem[r] += b; };
+  std::vector<Demand> &dem = a.demands; // few entries: linear merge
+  auto add = [&](uint32_t r, double b) {
+    for (Demand &d : dem)
+      if (d.res == r) {
+        d.bytes += b;
+        return;
+      }
+    dem.push_back({r, b});
+  };
   auto wire = [&](const LoweredEntry &e, uint64_t len) {
     bool pk = packetOp && (e.where.kind == Location::Kind::Switch || e.where.type == BufferType::Scratch);
     return double(len) * (pk ? 2.0 : 1.0);
@@ -489,10 +539,8 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
     a.signalType = op.channelType;
     a.signalDelay = port ? a.endDelay : intra; // the signal follows the data over the link
   }
-  for (auto &[r, b] : dem) {
-    a.demands.push_back({r, b});
-    a.weight = std::max(a.weight, b);
-  }
+  for (const Demand &d : dem)
+    a.weight = std::max(a.weight, d.bytes);
   a.rec = newRec(s, s.opStart);
   recs_[a.rec].transfer = a.weight > 0;
   uint32_t id = uint32_t(acts_.size());
@@ -533,8 +581,8 @@ void Sim::step(TbState &s) {
                                                   std::to_string(b.expected));
     b.arrived.push_back(s.id);
     s.blocked = true;
-    s.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived.size()) +
-                  " of " + std::to_string(b.expected) + " threadblocks arrived";
+    s.on = TbState::On::Barrier;
+    s.onIndex = op.barrierId;
     if (b.arrived.size() == b.expected) {
       std::vector<uint32_t> list;
       list.swap(b.arrived);
@@ -708,13 +756,15 @@ void Sim::complete(uint32_t id) {
 SimReport Sim::run() {
   const uint32_t n = uint32_t(plan_.gpus.size());
   for (uint32_t r = 0; r < n; ++r) {
-    std::string p = "rank " + std::to_string(r) + " ";
-    std::string link = topo_.intraKind == "pcie" ? "pcie" : "nvlink";
-    res_.push_back({p + link + " out", topo_.intraGBps * 1e9});
-    res_.push_back({p + link + " in", topo_.intraGBps * 1e9});
-    res_.push_back({p + "hbm", topo_.hbmGBps * 1e9});
-    res_.push_back({p + "nic out", std::max(topo_.nicGBps, 1e-9) * 1e9});
-    res_.push_back({p + "nic in", std::max(topo_.nicGBps, 1e-9) * 1e9});
+    const double caps[kPerRank] = {topo_.intraGBps, topo_.intraGBps, topo_.hbmGBps, std::max(topo_.nicGBps, 1e-9),
+                                   std::max(topo_.nicGBps, 1e-9)};
+    for (uint8_t k = 0; k < kPerRank; ++k) {
+      Resource x;
+      x.kind = k;
+      x.rank = r;
+      x.cap = caps[k] * 1e9;
+      res_.push_back(x);
+    }
   }
   ranks_.resize(n);
   for (uint32_t r = 0; r < n; ++r) {
@@ -729,7 +779,11 @@ SimReport Sim::run() {
       s.tbIndex = uint32_t(t);
       s.id = uint32_t(tbs_.size());
       s.tb = &lp_.gpus[r].threadblocks[t];
-      Resource tr{"rank " + std::to_string(r) + " tb " + std::to_string(s.tb->id), topo_.tbGBps * 1e9};
+      Resource tr;
+      tr.kind = 5;
+      tr.rank = r;
+      tr.tb = s.tb->id;
+      tr.cap = topo_.tbGBps * 1e9;
       tr.isTb = true;
       s.tbRes = uint32_t(res_.size());
       res_.push_back(tr);
@@ -785,19 +839,19 @@ SimReport Sim::run() {
       case Ev::Signal: {
         RankState &rs = ranks_[e.a];
         (e.ct == ChannelType::Port ? rs.portSig : rs.memSig).at(e.b)++;
-        wake(e.a, e.rec, now_);
+        wake(key(e.a, e.ct == ChannelType::Port ? PortSignal : MemSignal, e.b), e.rec, now_);
         break;
       }
       case Ev::Sem:
         ranks_[e.a].sems[e.b]++;
-        wake(e.a, e.rec, now_);
+        wake(key(e.a, Semaphore, e.b), e.rec, now_);
         break;
       case Ev::Packet: {
         RankState &rs = ranks_[e.a];
         addInterval(rs.packets[e.b], e.offset, e.offset + e.length);
         rs.lastPacketRec = e.rec;
         rs.lastPacketTime = now_;
-        wake(e.a, e.rec, now_);
+        wake(key(e.a, Packets, 0), e.rec, now_);
         break;
       }
       case Ev::Start: {
@@ -829,7 +883,7 @@ SimReport Sim::run() {
   std::vector<std::string> diags;
   for (const TbState &s : tbs_)
     if (!s.done)
-      diags.push_back(where(s) + ": " + (s.blockedOn.empty() ? "cannot progress" : s.blockedOn));
+      diags.push_back(where(s) + ": " + blockedOn(s));
   if (!diags.empty())
     throw ExecutionError(ErrorKind::Deadlock,
                          "deadlock: " + std::to_string(diags.size()) + " threadblock(s) cannot progress", diags);
@@ -842,7 +896,10 @@ SimReport Sim::run() {
     if (r.bytes <= 0)
       continue;
     ResourceUse u;
-    u.name = r.name;
+    static const char *kinds[] = {" out", " in", "hbm", "nic out", "nic in"};
+    std::string link = topo_.intraKind == "pcie" ? "pcie" : "nvlink";
+    u.name = "rank " + std::to_string(r.rank) + " " +
+             (r.kind == 5 ? "tb " + std::to_string(r.tb) : (r.kind < 2 ? link : std::string()) + kinds[r.kind]);
     u.bytes = r.bytes;
     u.capacityGBps = r.cap / 1e9;
     u.utilisation = makespan > 0 ? r.bytes / (r.cap * makespan) : 0;
@@ -902,11 +959,13 @@ std::string SimReport::boundBy() const {
 }
 
 SimReport simulate(const Plan &plan, const Topology &topo, uint64_t inputBytes, uint64_t outputBytes,
-                   PacketType packet) {
+                   PacketType packet, bool validate) {
   (void)packet; // LL16 and LL8 both carry one flag per payload word: twice the payload on the wire
-  ValidateOptions vo;
-  vo.allowGlre = true;
-  validatePlan(plan, vo);
+  if (validate) {
+    ValidateOptions vo;
+    vo.allowGlre = true;
+    validatePlan(plan, vo);
+  }
   if (plan.gpus.size() > topo.gpus())
     throw ExecutionError(ErrorKind::Unsupported, "the plan has " + std::to_string(plan.gpus.size()) +
                                                      " ranks; topology " + topo.name + " has " +

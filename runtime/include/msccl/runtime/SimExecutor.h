@@ -115,10 +115,14 @@ struct SimReport {
 /// Throws ExecutionError: InvalidPlan/InvalidSize (validation, Layout.h), Unsupported (more
 /// ranks than the topology has GPUs, a switch channel without NVLS, a memory channel between
 /// nodes), Deadlock (one diagnostic per blocked threadblock, as the CPU executor words them).
+/// `validate` false skips validatePlan (PlanValidate.h) for a plan the caller has validated
+/// already (with allowGlre): validation costs more than the simulation on large plans.
 SimReport simulate(const plan::Plan &plan, const Topology &topo, uint64_t inputBytes, uint64_t outputBytes,
-                   PacketType packet = PacketType::LL16);
+                   PacketType packet = PacketType::LL16, bool validate = true);
 
 /// The "sim" backend over `topo`. execute() returns the simulated time of `iterations` launches.
+/// It validates a plan on its first execute call and not again while the same plan object (same
+/// address and rank count) comes back, as in a size sweep; do not edit a plan between calls.
 class SimExecutor : public Executor {
 public:
   explicit SimExecutor(Topology topo);
@@ -138,6 +142,8 @@ private:
   Topology topo_;
   SimReport last_;
   uintptr_t next_ = 0x1000;
+  const plan::Plan *validated_ = nullptr; // the last plan validated (execute validates once per plan)
+  size_t validatedRanks_ = 0;
 };
 
 /// A SimExecutor on topology `nameOrFile` (loadTopology). Throws TopologyError.
@@ -168,7 +174,7 @@ struct RangeGroup {
 /// which each is predicted fastest on `topo`, as contiguous ranges: a plan's range runs from the
 /// first size it wins to just below the next size another plan wins (the last winner's range
 /// ends at the largest size). A plan's own min/max_message_size is ignored (the point is to
-/// suggest them); sizes a plan cannot divide are skipped for it. Throws ExecutionError when a
+/// suggest them); sizes a plan cannot run (indivisible, offsets past 4 GiB) are skipped for it. Throws ExecutionError when a
 /// plan cannot be simulated at all.
 std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels,
                                       const std::vector<const plan::Plan *> &plans, const Topology &topo,
