@@ -93,6 +93,7 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
       open.back().minMessageSize = 0;
       open.back().maxMessageSize = std::numeric_limits<uint64_t>::max();
     }
+    constexpr double kTie = 0.01;
     for (uint64_t s : sizes) {
       int best = -1;
       double bestT = 0;
@@ -104,11 +105,13 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
         try {
           t = simulate(open[k], topo, ms->inputBytes, ms->outputBytes, packet, /*validate=*/false).seconds;
         } catch (const ExecutionError &e) {
-          if (e.kind() == ErrorKind::InvalidSize)
-            continue; // e.g. offsets past 4 GiB: this plan cannot run this size
+          if (e.kind() == ErrorKind::InvalidSize || e.kind() == ErrorKind::Unsupported)
+            continue; // offsets past 4 GiB; a switch channel without NVLS: this plan cannot run here
           throw;
         }
-        if (best < 0 || t < bestT * (1 - 1e-9)) {
+        // Within kTie of the best so far, the plan given first keeps the size: list simpler plans
+        // (fewer threadblocks) first and a plan has to be clearly faster to be suggested.
+        if (best < 0 || t < bestT * (1 - kTie)) {
           best = int(k);
           bestT = t;
         }

@@ -172,10 +172,12 @@ struct RangeGroup {
 
 /// For plans grouped by (collective, ranks), the sizes of `sizes` (ascending nccl-tests S) at
 /// which each is predicted fastest on `topo`, as contiguous ranges: a plan's range runs from the
-/// first size it wins to just below the next size another plan wins (the last winner's range
-/// ends at the largest size). A plan's own min/max_message_size is ignored (the point is to
-/// suggest them); sizes a plan cannot run (indivisible, offsets past 4 GiB) are skipped for it. Throws ExecutionError when a
-/// plan cannot be simulated at all.
+/// first size it wins to just below the next size another plan wins; the last winner's range
+/// ends at the largest size. A plan wins a size when it is more than 1% faster than every plan
+/// given before it (list simpler plans first). A plan's own min/max_message_size is ignored (the
+/// point is to suggest them); sizes a plan cannot run (indivisible, offsets past 4 GiB, a shape
+/// the topology lacks such as NVLS) are skipped for it. Throws ExecutionError(InvalidPlan) for
+/// an invalid plan.
 std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels,
                                       const std::vector<const plan::Plan *> &plans, const Topology &topo,
                                       const std::vector<uint64_t> &sizes, PacketType packet = PacketType::LL16);
