@@ -83,7 +83,7 @@ def closed_form(args, tmp):
     a = t["intra_node"]["latency_us"]["value"] * 1e-6
     for n in (2, 4, 8, 16):
         plan = compile_plan(args, tmp, "allreduce/ring", ranks=n)
-        rows, _ = sim_rows(args, tmp, plan, topo, "-b", str(16 * n), "-e", str(16 * n * 4 ** 7), "-f", "16")
+        rows, _ = sim_rows(args, tmp, plan, topo, "-b", str(16 * n), "-e", str(16 * n * 4 ** 10), "-f", "16")
         for r in rows:
             S = r["size"]
             want = (2 * (n - 1) / n * S / B + 2 * (n - 1) * a + a) * 1e6
