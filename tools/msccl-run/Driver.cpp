@@ -230,7 +230,7 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
           if (lp.plan.collective != CollectiveOpt || (NRanks != 0 && lp.plan.gpus.size() != NRanks))
             continue;
           ValidateOptions vo;
-          vo.allowGlre = Backend == "cpu";
+          vo.allowGlre = Backend == "cpu" || Backend == "sim";
           std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
           if (!problems.empty()) {
             err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()
