@@ -191,23 +191,8 @@ int runDriver(int argc, const char *const *argv, std::ostream &out, std::ostream
       if (s > *hi / Factor)
         break;
     }
-    try {
-      sim::Topology topo = sim::loadTopology(TopologyOpt.empty() ? "hgx-h100" : std::string(TopologyOpt));
-      std::vector<Plan> loaded;
-      std::vector<std::string> labels;
-      for (const std::string &f : files) {
-        loaded.push_back(readPlanFile(f));
-        labels.push_back(std::filesystem::path(f).filename().string());
-      }
-      std::vector<const Plan *> ptrs;
-      for (const Plan &p : loaded)
-        ptrs.push_back(&p);
-      sim::printRanges(out, sim::suggestRanges(labels, ptrs, topo, sweep, packet), topo);
-      return 0;
-    } catch (const std::exception &e) {
-      err << "msccl-run: error: " << e.what() << "\n";
-      return 1;
-    }
+    return sim::suggestRangesMain(files, TopologyOpt.empty() ? "hgx-h100" : std::string(TopologyOpt), sweep, packet,
+                                  out, err);
   }
 
   // Plans.

@@ -7,11 +7,13 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/SimExecutor.h"
 
+#include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/PlanValidate.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <ostream>
@@ -179,6 +181,27 @@ void printRanges(std::ostream &out, const std::vector<RangeGroup> &groups, const
                       g.plans[size_t(g.winner[i])].label.c_str());
       out << buf;
     }
+  }
+}
+
+int suggestRangesMain(const std::vector<std::string> &files, const std::string &topology,
+                      const std::vector<uint64_t> &sizes, PacketType packet, std::ostream &out, std::ostream &err) {
+  try {
+    Topology topo = loadTopology(topology);
+    std::vector<plan::Plan> loaded;
+    std::vector<std::string> labels;
+    for (const std::string &f : files) {
+      loaded.push_back(plan::readPlanFile(f));
+      labels.push_back(std::filesystem::path(f).filename().string());
+    }
+    std::vector<const plan::Plan *> ptrs;
+    for (const plan::Plan &p : loaded)
+      ptrs.push_back(&p);
+    printRanges(out, suggestRanges(labels, ptrs, topo, sizes, packet), topo);
+    return 0;
+  } catch (const std::exception &e) { // PlanError, TopologyError, ExecutionError
+    err << "msccl-run: error: " << e.what() << "\n";
+    return 1;
   }
 }
 

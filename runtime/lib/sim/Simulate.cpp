@@ -24,7 +24,6 @@
 #include <limits>
 #include <map>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 
 namespace msccl::runtime::sim {
@@ -85,13 +84,13 @@ struct Rec {
 };
 
 struct TbState {
-  uint32_t rank = 0, tbIndex = 0, id = 0;
+  uint32_t rank = 0, id = 0;
   const LoweredTb *tb = nullptr;
   size_t pc = 0;
   bool inPipe = false;
   size_t pipeBegin = 0, pipeEnd = 0;
   uint64_t pipeIter = 0, pipeIters = 0, unitSize = 0;
-  bool done = false, blocked = false, arrivedBarrier = false;
+  bool done = false, blocked = false;
   uint32_t lastRec = kNone;    // the previous op instance
   uint32_t releaser = kNone;   // the instance whose arrival unblocked the current op
   double releaseTime = 0;
@@ -470,7 +469,6 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
       break;
     }
   }
-  bool remoteWrite = false;
   for (const LoweredEntry &e : op.dst) {
     ByteRange w = window(s, op, e);
     double b = wire(e, w.length);
@@ -483,7 +481,6 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
         remote(s.rank, e.where.rank, b);
         add(hbm(e.where.rank), b);
         target = e.where.rank;
-        remoteWrite = true;
         break;
       case Location::Kind::Switch:
         add(linkOut(s.rank), b / eff);
@@ -491,7 +488,6 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
           add(linkIn(m), b / eff);
           add(hbm(m), b);
         }
-        remoteWrite = true;
         break;
       }
     }
@@ -522,7 +518,6 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
     hopDelay = cross ? topo_.netLatencyUs * 1e-6 : intra;
     a.endDelay = hopDelay; // a port put completes (and its signal lands) one hop after the last byte
   } else {
-    (void)remoteWrite;
     // Copy/reduce loop of the threadblock.
     if (tbBytes > 0)
       add(s.tbRes, tbBytes);
@@ -776,7 +771,6 @@ SimReport Sim::run() {
     for (size_t t = 0; t < lp_.gpus[r].threadblocks.size(); ++t) {
       TbState s;
       s.rank = r;
-      s.tbIndex = uint32_t(t);
       s.id = uint32_t(tbs_.size());
       s.tb = &lp_.gpus[r].threadblocks[t];
       Resource tr;
@@ -793,8 +787,6 @@ SimReport Sim::run() {
   for (TbState &s : tbs_)
     step(s);
 
-  double lastRate = 0;
-  (void)lastRate;
   double nextDone = kInf;
   while (true) {
     double te = events_.empty() ? kInf : events_.top().t;

@@ -186,6 +186,12 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels,
 /// "LABEL  MIN  MAX" (bytes, or "never fastest"), then the winner per size.
 void printRanges(std::ostream &out, const std::vector<RangeGroup> &groups, const Topology &topo);
 
+/// `msccl-run --suggest-ranges`: read the plan files, suggestRanges on topology `topology`
+/// (loadTopology), printRanges to `out` (labels are the file names). Returns 0, or 1 after
+/// writing "msccl-run: error: ..." to `err` (unreadable plan, bad topology, invalid plan).
+int suggestRangesMain(const std::vector<std::string> &files, const std::string &topology,
+                      const std::vector<uint64_t> &sizes, PacketType packet, std::ostream &out, std::ostream &err);
+
 } // namespace msccl::runtime::sim
 
 namespace msccl::runtime {
