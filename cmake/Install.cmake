@@ -4,6 +4,7 @@
 #   lib/                   the libraries (static)
 #   lib/cmake/msccl/       the CMake package: find_package(msccl) -> msccl:: targets
 #   share/msccl/stdlib/    the standard library (an installed mscclc finds it relative to itself)
+#   share/msccl/topologies/ the performance model's topologies (msccl-run --backend sim --topology)
 #   share/doc/msccl/       README and docs/
 include(CMakePackageConfigHelpers)
 
@@ -12,7 +13,7 @@ set(MSCCL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/msccl")
 
 # Exported libraries and their msccl:: names.
 set(_msccl_exported
-  msccl_plan:plan msccl_runtime:runtime msccl_verify:verify msccl_cpu:cpu msccl_cuda_lower:cuda_lower
+  msccl_plan:plan msccl_runtime:runtime msccl_verify:verify msccl_cpu:cpu msccl_sim:sim msccl_cuda_lower:cuda_lower
   msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
   msccl_elab:elab msccl_driver:compiler
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
@@ -46,6 +47,7 @@ endforeach()
 install(DIRECTORY runtime/include/ compiler/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/msccl/Version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msccl)
 install(DIRECTORY stdlib/ DESTINATION ${MSCCL_INSTALL_STDLIB})
+install(DIRECTORY share/topologies/ DESTINATION ${CMAKE_INSTALL_DATADIR}/msccl/topologies)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

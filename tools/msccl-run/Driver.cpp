@@ -14,6 +14,7 @@
 #include "msccl/runtime/CpuExecutor.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
+#include "msccl/runtime/SimExecutor.h"
 #include "msccl/runtime/Verify.h"
 #ifdef MSCCL_HAVE_MPI
 #include "msccl/runtime/DistributedRun.h"
@@ -57,8 +58,8 @@ struct CommandLine {
   cl::list<std::string> includeDirs{"I", cl::Prefix, cl::desc("For a .msccl input: add an import search directory"),
                                     cl::value_desc("dir"), cl::cat(Cat)};
   cl::opt<std::string> backend{"backend",
-                               cl::desc("Executor backend: cpu, or when built cuda, cuda-virtual (all ranks on "
-                                        "GPU 0), cuda-gpus (one rank per GPU)"),
+                               cl::desc("Executor backend: cpu, sim (performance model, see --topology), or when "
+                                        "built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU)"),
                                cl::init("cpu"), cl::cat(Cat)};
   cl::opt<std::string> minBytes{"b", cl::desc("Smallest message size (bytes; K/M/G suffixes)"), cl::init(""),
                                 cl::cat(Cat)};
@@ -95,6 +96,14 @@ struct CommandLine {
   cl::opt<std::string> collective{"collective", cl::desc("With --plans: the collective to run"),
                                   cl::init("allreduce"), cl::cat(Cat)};
   cl::opt<unsigned> nranks{"nranks", cl::desc("With --plans: the rank count (0 = any)"), cl::init(0), cl::cat(Cat)};
+  // Performance model (backend sim, msccl/runtime/SimExecutor.h).
+  cl::opt<std::string> topology{"topology", cl::desc("sim backend: topology NAME (hgx-h100, ...) or FILE.json"),
+                                cl::init(""), cl::cat(Cat)};
+  cl::opt<bool> suggestRanges{"suggest-ranges",
+                              cl::desc("sim backend: print the size range in which each of PLAN.json... is fastest"),
+                              cl::init(false), cl::cat(Cat)};
+  cl::list<std::string> morePlans{cl::Positional, cl::ZeroOrMore, cl::desc("[PLAN.json...] (with --suggest-ranges)"),
+                                  cl::cat(Cat)};
   cl::opt<double> timeout{"timeout",
                           cl::desc("Under mpirun: seconds a launch may take before every rank reports its "
                                    "threadblocks and the run fails (default 60)"),
@@ -109,7 +118,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(timeout)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(timeout)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -156,6 +165,15 @@ std::string toOptions(const CommandLine &c, Options &o) {
   o.nranks = c.nranks;
   if (!(c.timeout > 0))
     return "--timeout must be positive";
+  o.topology = c.topology;
+  o.suggestRanges = c.suggestRanges;
+  o.morePlans.assign(c.morePlans.begin(), c.morePlans.end());
+  if (!o.topology.empty() && o.backend != "sim")
+    return "--topology needs --backend sim";
+  if (o.suggestRanges && o.backend != "sim")
+    return "--suggest-ranges needs --backend sim";
+  if (!o.morePlans.empty() && !o.suggestRanges)
+    return "several PLAN.json files need --suggest-ranges";
   o.timeoutSeconds = c.timeout;
   std::optional<DataType> dt = parseDataType(c.dataType);
   if (!dt)
@@ -300,7 +318,7 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
       if (lp.plan.collective != o.collective || (o.nranks != 0 && lp.plan.gpus.size() != o.nranks))
         continue;
       ValidateOptions vo;
-      vo.allowGlre = true;
+      vo.allowGlre = true; // cpu and sim run glre; the CUDA executor refuses it when run
       std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
       if (!problems.empty()) {
         err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()
@@ -370,6 +388,7 @@ std::vector<uint64_t> sweepSizes(const Options &o, const std::vector<LoadedPlan>
 
 std::unique_ptr<Executor> makeBackend(const Options &o, std::ostream &err) {
   registerCpuExecutor();
+  registerSimExecutor();
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
   registerCudaExecutor();
 #endif
@@ -379,8 +398,10 @@ std::unique_ptr<Executor> makeBackend(const Options &o, std::ostream &err) {
       co.raceCheck = o.raceCheck;
       return makeCpuExecutor(co);
     }
+    if (o.backend == "sim")
+      return sim::makeSimExecutor(o.topology.empty() ? "hgx-h100" : o.topology);
     return createExecutor(o.backend);
-  } catch (const ExecutionError &e) {
+  } catch (const std::exception &e) { // ExecutionError, sim::TopologyError
     err << "msccl-run: error: " << e.what() << "\n";
     return nullptr;
   }
@@ -439,7 +460,7 @@ void printRow(std::ostream &out, const Row &r, DataType dt) {
 }
 
 /// One JSON object per row, with the same keys for every status (null where unknown).
-std::string jsonLine(const Row &r, const Options &o, const Executor &ex) {
+std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const std::string &boundBy = "") {
   auto orNull = [](const std::string &s) { return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s); };
   nlohmann::ordered_json j;
   j["plan"] = orNull(r.plan);
@@ -457,6 +478,8 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex) {
   j["wrong"] = r.wrong >= 0 ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json();
   j["status"] = r.status;
   j["message"] = r.message;
+  if (!boundBy.empty())
+    j["bound_by"] = boundBy; // sim backend: what limits the predicted time
   return j.dump();
 }
 
@@ -704,7 +727,26 @@ std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &p
   return std::nullopt;
 }
 
-int runDriver(const Options &o, std::ostream &out, std::ostream &err) {
+/// --suggest-ranges: the sim backend's message-size range per plan (SimExecutor.h).
+int suggestRanges(const Options &o, std::ostream &out, std::ostream &err) {
+  std::vector<std::string> files{o.input};
+  files.insert(files.end(), o.morePlans.begin(), o.morePlans.end());
+  const uint64_t lo = o.minBytes.value_or(256), hi = o.maxBytes.value_or(uint64_t(1) << 30);
+  std::vector<uint64_t> sweep;
+  for (uint64_t s = lo; s <= hi; s *= o.factor) {
+    sweep.push_back(s);
+    if (s > hi / o.factor)
+      break;
+  }
+  return sim::suggestRangesMain(files, o.topology.empty() ? "hgx-h100" : o.topology, sweep, o.packet, out, err);
+}
+
+int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
+  if (options.suggestRanges)
+    return suggestRanges(options, out, err);
+  Options o = options;
+  if (o.backend == "sim")
+    o.check = false; // the model moves no data
   std::vector<LoadedPlan> plans;
   if (std::optional<int> rc = o.plansDir.empty() ? loadSinglePlan(o, plans, err) : loadPlanFolder(o, plans, err))
     return *rc;
@@ -740,18 +782,27 @@ int runDriver(const Options &o, std::ostream &out, std::ostream &err) {
     if (row.status != "skipped")
       ++ran;
     printRow(out, row, o.dataType);
+    std::string boundBy;
+    if (auto *simEx = dynamic_cast<sim::SimExecutor *>(ex.get()); simEx && row.status == "ok") {
+      boundBy = simEx->lastReport().boundBy();
+      out << "#   " << boundBy << "\n" << std::flush;
+    }
     if (row.status == "wrong" || row.status == "error") {
       failed = true;
       err << "msccl-run: size " << row.size << " (" << row.plan << "): " << row.message << "\n" << std::flush;
     }
     if (jsonl)
-      *jsonl << jsonLine(row, o, *ex) << "\n" << std::flush;
+      *jsonl << jsonLine(row, o, *ex, boundBy) << "\n" << std::flush;
   }
   if (ran == 0 && !failed) {
     err << "msccl-run: error: no message size could run (see the skipped rows)\n";
     return 1;
   }
-  out << "# " << (failed ? "FAILED" : "all results correct") << "\n" << std::flush;
+  out << "# "
+      << (failed                 ? "FAILED"
+          : o.backend == "sim"   ? "all sizes simulated (model output; nothing verified)"
+                                 : "all results correct")
+      << "\n" << std::flush;
   return failed ? 1 : 0;
 }
 

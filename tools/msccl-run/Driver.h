@@ -13,11 +13,12 @@
 // plan/size error; 2 on bad usage. Never calls exit() (except llvm::cl's --help).
 //
 // Usage: msccl-run PLAN.json|ALGO.msccl|stdlib:NAME [-D NAME=VALUE] [-I DIR]
-//          [--backend cpu|cuda-virtual|cuda-gpus] [-b MIN] [-e MAX] [-f FACTOR] [--size S]
+//          [--backend cpu|cuda-virtual|cuda-gpus|sim [--topology T]] [-b MIN] [-e MAX] [-f FACTOR] [--size S]
 //          [-d float16|bfloat16|float32|int32|uint32|uint8] [-o sum|min|max]
 //          [--in-place|--out-of-place] [-n ITERS -w WARMUP] [--check|--no-check|-c 0|1]
 //          [--race-check] [--packet LL16|LL8] [--jsonl FILE] [--progress-after SECONDS]
 //          [--plans DIR [--collective C] [--nranks N]] [--version]
+//        msccl-run --backend sim [--topology T] --suggest-ranges PLAN.json... [-b -e -f]
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
@@ -61,6 +62,11 @@ struct Options {
   /// --timeout: under mpirun, seconds one launch may take before every rank reports what each of
   /// its threadblocks waits for and the run fails.
   double timeoutSeconds = 60;
+  /// --topology (sim backend): a topology name or FILE.json; "" = hgx-h100.
+  std::string topology;
+  /// --suggest-ranges (sim backend): print each plan's fastest message-size range instead of a table.
+  bool suggestRanges = false;
+  std::vector<std::string> morePlans;    ///< further PLAN.json inputs (with --suggest-ranges)
 };
 
 /// Parses `argv[0..argc)` (argv[0] is the program name) into `options`. Returns -1 when the

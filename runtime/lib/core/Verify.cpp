@@ -60,6 +60,8 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
   const uint64_t blockBytes = OutputChecker::kBlockBytes;
   std::vector<uint8_t> host;
   auto resetData = [&]() {
+    if (!ex.movesData())
+      return; // a performance model: nothing to fill
     host.assign(blockBytes, 0);
     for (auto &a : allocs)
       for (uint64_t off = 0; off < a.bytes; off += blockBytes)
@@ -93,7 +95,7 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
     req.warmupIterations = o.warmup;
     setTiming(ex.execute(req).seconds, o.iterations);
   }
-  if (o.check) {
+  if (o.check && ex.movesData()) {
     resetData();
     req.iterations = std::max(1u, o.checkLaunches);
     req.warmupIterations = 0;

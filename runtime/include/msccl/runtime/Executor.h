@@ -132,6 +132,9 @@ public:
   /// Copy host -> backend memory (`dst` is inside an allocation) and back.
   virtual void upload(void *dst, const void *src, size_t bytes) = 0;
   virtual void download(void *dst, const void *src, size_t bytes) = 0;
+  /// Whether execute() moves data. A model that only predicts time (the "sim" backend) returns
+  /// false: runCollective (Verify.h) then neither fills inputs nor verifies outputs.
+  virtual bool movesData() const { return true; }
 
   /// Run the plan. Validates the plan (PlanValidate.h) and the sizes (Layout.h) first.
   /// Throws ExecutionError: InvalidPlan, InvalidSize, Deadlock, Misuse, Unsupported, Backend.

@@ -45,8 +45,9 @@ struct RunReport {
   VerifyResult verify;                      ///< checked == false when not verified.
 };
 
-/// Run and verify. Throws ExecutionError(InvalidSize) when the plan cannot take size S (the
-/// message says why, see messageSizesFor), ExecutionError(Unsupported) when `reduceOp` conflicts
+/// Run and verify. With a backend that moves no data (Executor::movesData() false) the inputs
+/// are not filled and nothing is verified (verify.checked stays false).
+/// Throws ExecutionError(InvalidSize) when the plan cannot take size S (the message says why, see messageSizesFor), ExecutionError(Unsupported) when `reduceOp` conflicts
 /// with the reduce_op the plan's ops fix, and whatever the backend throws.
 RunReport runCollective(Executor &executor, const plan::Plan &plan, const RunOptions &options);
 
