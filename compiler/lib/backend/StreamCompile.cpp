@@ -41,20 +41,21 @@ void prepareStream(const ProgramIR &ir, const passes::PipelineOptions &opts) {
   if (!fitsPlan(ir)) (void)lowerToPlan(passes::runPipeline(ir, opts));
 }
 
-void streamPlan(ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent) {
+void streamPlan(ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent, SourceMap *sources) {
   plan::PlanStreamWriter writer(os, planHeader(ir.options), indent);
   passes::PipelineOptions gpuOpts = opts;
   gpuOpts.afterPass = nullptr;
   for (auto &g : ir.gpus) {
     if (ir.processed) {
-      writer.gpu(lowerGpu(g));
+      writer.gpu(lowerGpu(g, sources));
     } else {
       passes::runGpuPasses(ir.options, g, gpuOpts);
-      writer.gpu(lowerGpuReplicated(ir.options, g));
+      writer.gpu(lowerGpuReplicated(ir.options, g, sources));
     }
     release(g);
   }
   writer.finish();
+  if (sources) sources->setSources(ir.sources);
 }
 
 } // namespace msccl::backend

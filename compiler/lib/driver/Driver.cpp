@@ -70,6 +70,8 @@ cl::opt<int64_t> maxLoop("max-loop-iterations", cl::desc("Limit on loop iteratio
                          cl::init(50'000'000), cl::cat(cat));
 cl::opt<unsigned> maxDepth("max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat));
 cl::opt<bool> compact("compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat));
+cl::opt<std::string> sourceMapFile("source-map", cl::desc("Write the plan op -> .msccl call map (JSON, docs/source-map.md)"),
+                                   cl::value_desc("file"), cl::init(""), cl::cat(cat));
 
 /// The largest --max-call-depth accepted (each level may need a few KiB of C++ stack).
 constexpr unsigned kMaxCallDepthLimit = 100000;
@@ -90,7 +92,32 @@ struct Output {
   std::optional<plan::Plan> plan;
   std::unique_ptr<ir::Program> program;
   passes::PipelineOptions pipeline;
+  /// Plan op path -> .msccl call (--source-map), filled while the plan is lowered.
+  std::unique_ptr<backend::SourceMap> sourceMap;
 };
+
+/// Reports an error of the passes or lowering at the .msccl call of the op it is about (with the
+/// loop values that led there, as elaboration errors have), or at `fallback` (the program) when
+/// the error names no op.
+void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, const ir::DslError &e, llvm::SMLoc fallback) {
+  auto locOf = [&](uint32_t s) { return s && s < sources.ops.size() ? sources.ops[s].loc : llvm::SMLoc(); };
+  llvm::SMLoc loc = locOf(e.source());
+  if (!loc.isValid()) {
+    diag.report(fallback, DiagId::err_pass, {e.what()});
+    return;
+  }
+  diag.report(loc, DiagId::err_pass, {e.what()});
+  for (const ir::SourceContext *f : sources.frames(e.source())) {
+    switch (f->kind) {
+    case ir::SourceContext::For: diag.report(f->loc, DiagId::note_in_for, {f->name + " = " + f->value}); break;
+    case ir::SourceContext::Call: diag.report(f->loc, DiagId::note_in_call, {f->name}); break;
+    case ir::SourceContext::With: diag.report(f->loc, DiagId::note_in_with); break;
+    case ir::SourceContext::Param: diag.report(f->loc, DiagId::note_in_param, {f->name}); break;
+    }
+  }
+  if (locOf(e.related()).isValid())
+    diag.report(locOf(e.related()), DiagId::note_pass_related);
+}
 
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
 /// this returns; only the program or the plan is kept. Returns false on error (reported).
@@ -128,16 +155,18 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
           break;
         }
     };
+  if (!sourceMapFile.empty())
+    output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
   try {
     if (o.printAfter.empty()) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
     } else {
-      output.plan = backend::compile(*r.program, po);
+      output.plan = backend::compile(*r.program, po, output.sourceMap.get());
     }
   } catch (const ir::DslError &e) {
-    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    reportPassError(diag, r.program->ir().sources, e, unit.program->loc);
     return false;
   } catch (const plan::PlanError &e) {
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
@@ -171,7 +200,7 @@ private:
 bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
   try {
     if (output.program)
-      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2);
+      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2, output.sourceMap.get());
     else if (output.plan)
       plan::writePlan(os, *output.plan, compact ? -1 : 2);
     else
@@ -182,6 +211,15 @@ bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
     return false;
   }
   os.flush();
+  if (output.sourceMap) {
+    std::error_code ec;
+    llvm::raw_fd_ostream map(sourceMapFile, ec);
+    if (ec) {
+      err << "mscclc: error: cannot write source map '" << sourceMapFile << "': " << ec.message() << "\n";
+      return false;
+    }
+    output.sourceMap->writeJson(map);
+  }
   return true;
 }
 
@@ -297,6 +335,10 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
 
   if (listStdlib)
     return listStdlibPrograms(o.path.stdlibDir, out, diag);
+  if (!sourceMapFile.empty() && emit != Emit::Json) {
+    diag.report(llvm::SMLoc(), DiagId::err_bad_argument, {"--source-map", "only with --emit=json"});
+    return 1;
+  }
 
   if (inputFile.empty()) {
     err << "mscclc: error: no input file (use `-` for stdin; see --help)\n";

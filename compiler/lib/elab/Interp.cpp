@@ -45,6 +45,54 @@ void Interp::fail(SMLoc loc, DiagId id, std::vector<std::string> args) {
   throw e;
 }
 
+uint32_t Interp::sourceContext(ir::SourceTable &t) {
+  // Frames entered (or loops advanced) since the last call have no id yet; they are innermost.
+  size_t i = ctx_.size();
+  while (i > 0 && ctx_[i - 1].irCtx == 0)
+    --i;
+  uint32_t parent = i > 0 ? ctx_[i - 1].irCtx : 0;
+  for (; i < ctx_.size(); ++i) {
+    Ctx &c = ctx_[i];
+    ir::SourceContext sc;
+    sc.parent = parent;
+    switch (c.kind) {
+    case Ctx::For: {
+      auto *f = static_cast<const ForStmt *>(c.node);
+      sc.kind = ir::SourceContext::For;
+      sc.loc = f->loc;
+      for (size_t k = 0; k < f->vars.size(); ++k) {
+        sc.name += (k ? ", " : "") + names().str(f->vars[k].name);
+        sc.value += (k ? ", " : "") + toString(c.frame[f->vars[k].slot], true);
+      }
+      if (f->vars.size() > 1) {
+        sc.name = "(" + sc.name + ")";
+        sc.value = "(" + sc.value + ")";
+      }
+      break;
+    }
+    case Ctx::Call: {
+      auto *call = static_cast<const CallExpr *>(c.node);
+      sc.kind = ir::SourceContext::Call;
+      sc.loc = call->loc;
+      sc.name = names().str(call->callee->name);
+      break;
+    }
+    case Ctx::With:
+      sc.kind = ir::SourceContext::With;
+      sc.loc = static_cast<const WithStmt *>(c.node)->loc;
+      break;
+    case Ctx::Param:
+      sc.kind = ir::SourceContext::Param;
+      sc.loc = c.loc;
+      sc.name = names().str(static_cast<const ParamDecl *>(c.node)->name);
+      break;
+    }
+    t.contexts.push_back(std::move(sc));
+    parent = c.irCtx = static_cast<uint32_t>(t.contexts.size() - 1);
+  }
+  return parent;
+}
+
 ir::Program &Interp::program(SMLoc loc) {
   if (!program_)
     failDsl(loc, std::string(ir::kNoProgramInContext));
@@ -155,6 +203,7 @@ Interp::Flow Interp::exec(const Stmt *s) {
     Flow f = exec(x->body);
     ctx_.pop_back();
     try {
+      p.setSource(x->loc); // the pipeline ops come from the `with` statement
       p.exitPipeline();
     } catch (const ir::DslError &e) {
       failDsl(x->context->loc, e.what());
@@ -185,6 +234,7 @@ Interp::Flow Interp::execFor(const ForStmt *f) {
   ctx_.push_back({Ctx::For, f, fp_});
   Flow result = Flow::Normal;
   auto body = [&]() -> bool { // false: stop the loop
+    ctx_.back().irCtx = 0;     // new loop values: a new source-context frame when an op is added
     tick(f->loc);
     Flow fl = exec(f->body);
     if (fl == Flow::Break)

@@ -11,6 +11,7 @@
 #include "msccl/elab/Check.h"
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Value.h"
+#include "msccl/ir/IR.h"
 
 #include <llvm/ADT/SmallVector.h>
 
@@ -39,7 +40,14 @@ public:
   void setParam(uint32_t index, Value v) { params_[index] = std::move(v); paramState_[index] = 2; }
   Value evalGlobal(const ast::Expr *e); ///< with an empty frame
   void runBody(const ast::Block &body, uint32_t numSlots);
-  void setProgram(ir::Program *p) { program_ = p; }
+  void setProgram(ir::Program *p) {
+    program_ = p;
+    if (p)
+      p->setContextProvider([this](ir::SourceTable &t) { return sourceContext(t); });
+  }
+  /// The id of the innermost dynamic-context frame (loops, calls, `with`, params) in `t`,
+  /// adding the frames not interned since they were entered (ir::Program::setContextProvider).
+  uint32_t sourceContext(ir::SourceTable &t);
 
   [[noreturn]] void fail(llvm::SMLoc loc, diag::DiagId id, std::vector<std::string> args = {});
   [[noreturn]] void failDsl(llvm::SMLoc loc, const std::string &message) { fail(loc, diag::DiagId::err_dsl, {message}); }
@@ -110,6 +118,7 @@ private:
     const void *node;
     Value *frame;
     llvm::SMLoc loc = llvm::SMLoc(); ///< Param: where it was first used
+    uint32_t irCtx = 0;              ///< Its frame in the program's SourceTable (0: not yet added)
   };
 
   const Unit &unit_;

@@ -96,6 +96,13 @@ uint32_t GpuIR::addRemoteBuffer(int64_t rank, BufferType type, ChannelType acces
   return id;
 }
 
+std::vector<const SourceContext *> SourceTable::frames(uint32_t source) const {
+  std::vector<const SourceContext *> out;
+  if (source == 0 || source >= ops.size()) return out;
+  for (uint32_t c = ops[source].context; c != 0 && c < contexts.size(); c = contexts[c].parent) out.push_back(&contexts[c]);
+  return out;
+}
+
 // --- Printer ---------------------------------------------------------------------------
 
 namespace {

@@ -140,6 +140,7 @@ void resolveDataDependency(std::vector<Op> &ops) {
       bool added = false;
       for (auto &a : accesses)
         if (record.compute(a) && !added) {
+          nop.source = op.source; // the nop is there because of this op
           out.push_back(nop);
           added = true;
         }

@@ -105,7 +105,8 @@ SyncType pipelineDataSync(const Op &p) {
   return r;
 }
 
-bool combineOps(Op &acc, Op &next) {
+namespace {
+bool combine(Op &acc, Op &next) {
   const OpKind a = acc.kind, b = next.kind;
   switch (a) {
   case OpKind::Nop: // SyncOperation.__add__
@@ -186,6 +187,22 @@ bool combineOps(Op &acc, Op &next) {
     if (isReduceFamily(a)) return combineReduce(acc, next);
     return false; // copy, cpkt, upkt, gstore, gstorepkt, glres
   }
+}
+
+} // namespace
+
+bool combineOps(Op &acc, Op &next) {
+  // Locations: the fused op keeps the first op's source and records the merged ones in order
+  // (also when the merged op replaces the accumulated one, F2/F3). `next` is an original op:
+  // nothing was merged into it yet.
+  const uint32_t first = acc.source, merged = next.source;
+  SourceIdList fused = std::move(acc.fusedSources);
+  acc.fusedSources.clear();
+  const bool combined = combine(acc, next);
+  if (combined) acc.source = first;
+  acc.fusedSources = std::move(fused);
+  if (combined) acc.fusedSources.push_back(merged);
+  return combined;
 }
 
 void fuseOperations(std::vector<Op> &ops) {

@@ -17,6 +17,7 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "msccl/backend/SourceMap.h"
 #include "msccl/ir/IR.h"
 #include "msccl/passes/Pipeline.h"
 
@@ -33,6 +34,9 @@ void prepareStream(const ir::ProgramIR &ir, const passes::PipelineOptions &opts 
 /// < 0 compact). Call prepareStream first: errors it would have found are thrown here as
 /// ir::DslError too, but possibly after part of the text was written. Consumes `ir`: its GPUs
 /// are emptied as they are written. `opts.afterPass` is ignored. Works on a processed IR too.
-void streamPlan(ir::ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent = 2);
+/// When `sources` is given it gets the location of every plan op (SourceMap.h) and a copy of the
+/// program's source table.
+void streamPlan(ir::ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent = 2,
+                SourceMap *sources = nullptr);
 
 } // namespace msccl::backend

@@ -18,6 +18,7 @@
 #include "msccl/ir/PySet.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/SMLoc.h>
 
 #include <iosfwd>
 #include <map>
@@ -65,6 +66,9 @@ struct TbgInfo {
   bool operator!=(const TbgInfo &o) const { return !(*this == o); }
 };
 
+/// Ids into SourceTable::ops of the ops fusion merged into one.
+using SourceIdList = llvm::SmallVector<uint32_t, 0>;
+
 /// One operation. Which fields matter depends on `kind`:
 ///  * data-sync ops (signal, wait, rlxsignal, rlxwait, flush, sem_acquire, sem_release): dataSync;
 ///    signal/wait/flush: syncChannelIds (a CPython-ordered set) + channelType; sem: ids.
@@ -77,29 +81,19 @@ struct TbgInfo {
 ///  * gstore/gstorepkt: userChunk (src), switchBuffer, bufferOffset, switchSize, channelIds.
 ///  * glres: switchBuffer, switchSize, srcIndex, dstIndex, channelIds, reduceOp.
 ///  * pipeline: unit (bytes), numChunks, ops.
-/// A new field must also be encoded in PackedOps.cpp and reset in Program::Impl::freshOp.
+///  * every op: source (the .msccl call it comes from, kept by every pass: a nop inserted by sync
+///    insertion or dependency analysis gets the source of the op that caused it), fusedSources
+///    (after fusion: the sources of the ops merged into this one after the first).
+/// The fields are listed once, in OpFields.def, which also generates the packed encoding and
+/// resetOp(); verifyIR (IRVerifier.h) checks which fields an op of each kind may use.
 struct Op {
   OpKind kind = OpKind::Nop;
-  SyncType dataSync = SyncType::None;
-  ChannelType channelType = ChannelType::None;
-  ReduceOperationType reduceOp = ReduceOperationType::Sum;
-  std::optional<TbgInfo> tbg;
-  PySet syncChannelIds;
-  ChannelIdList channelIds;
-  std::vector<uint32_t> ids; ///< semaphore ids
-  uint32_t barrierId = 0;
-  uint32_t numThreadblocks = 0;
-  LocalChunkList localSrc, localDst, localPktDst;
-  RemoteChunkList remoteSrc, remoteDst;
-  BufferType switchBuffer = BufferType::Input;
-  int64_t bufferOffset = 0;
-  int64_t switchSize = 0;
-  Chunk userChunk;
-  std::vector<int64_t> srcIndex, dstIndex;
-  int64_t unit = 0;
-  int64_t numChunks = 0;
-  std::vector<Op> ops;
+#define OP_FIELD(Type, name, init, doc) Type name = init;
+#include "msccl/ir/OpFields.def"
 };
+
+/// Resets every field of `op` to its default (kind Nop), keeping the capacity of its lists.
+void resetOp(Op &op);
 
 /// Whether every index, size, offset and unit that lowering reads from `op` (or from what fusion
 /// may build out of it) is non-negative: local/remote chunks; for switch ops the buffer offset,
@@ -108,7 +102,8 @@ struct Op {
 /// cannot throw (backend::prepareStream relies on it).
 bool hasNonNegativeValues(const Op &op);
 
-/// A threadblock's ops in a compact byte encoding (varints; only the fields an op uses). The
+/// A threadblock's ops in a compact byte encoding (varints; only the fields an op uses, as
+/// generated from OpFields.def). The
 /// elaborator appends here (Program::Impl::addOperation) instead of building a vector of Op,
 /// which keeps a large program's IR at a few bytes per op until the passes of its rank run:
 /// unpackOps() decodes them into ThreadBlockIR::ops. Decoding gives back every field exactly,
@@ -119,11 +114,8 @@ struct PackedOps {
   bool nonNegative = true;     ///< hasNonNegativeValues() of every encoded op.
   bool empty() const { return count == 0; }
 };
-/// Appends `op` to `packed`.
+/// Appends `op` to `packed` (the encoding OpFields.def generates).
 void packOp(PackedOps &packed, const Op &op);
-/// packOp() of the sync op the DSL adds for signal/wait/flush: {kind, dataSync, channelType,
-/// syncChannelIds = PySet::single(channel)}, without building it (same bytes).
-void packSyncOp(PackedOps &packed, OpKind kind, ChannelType channelType, SyncType dataSync, uint32_t channel);
 /// Decodes all ops of `packed`, appending them to `out`.
 void decodeOps(const PackedOps &packed, std::vector<Op> &out);
 
@@ -193,12 +185,51 @@ struct GpuIR {
   std::vector<int32_t> remoteLookup; ///< (rank*3 + type) -> id + 1; internal.
 };
 
+/// One frame of the elaborator's dynamic context around a DSL call: what the notes of its
+/// errors name (`in for gpu = 3`, `in call to fn `f``, `in `with` pipeline`, `while evaluating
+/// param`).
+struct SourceContext {
+  enum Kind : uint8_t { For, Call, With, Param };
+  Kind kind = For;
+  uint32_t parent = 0;  ///< The enclosing frame (id into SourceTable::contexts; 0 = none).
+  llvm::SMLoc loc;      ///< The `for` statement, the call, the `with` statement, the param use.
+  std::string name;     ///< For: the loop variables ("gpu", "(a, b)"); Call: the fn; Param: the param.
+  std::string value;    ///< For: their values ("3", "(1, 2)"), as print() writes them.
+};
+
+/// Where an op comes from: the .msccl call (its SMLoc, in the llvm::SourceMgr of the compilation)
+/// and the innermost context frame it ran in.
+struct OpSource {
+  llvm::SMLoc loc;
+  uint32_t context = 0; ///< Id into SourceTable::contexts (0 = top level of the program body).
+};
+
+/// The side table of op locations (Op::source, Op::fusedSources index `ops`). Id 0 of both
+/// tables is the "unknown"/"none" entry, so a default Op has no location. Filled by the DSL
+/// (Program::setSource*), read by diagnostics and the source map (backend/SourceMap.h).
+struct SourceTable {
+  std::vector<OpSource> ops = {OpSource{}};
+  std::vector<SourceContext> contexts = {SourceContext{}};
+  /// The context frames of `source`, innermost first (empty for 0 or a top-level call).
+  std::vector<const SourceContext *> frames(uint32_t source) const;
+};
+
+/// Signal/wait counts of one (src rank, dst rank, channel type), with the last call of each kind.
+struct SignalWaitCount {
+  int64_t signals = 0;     ///< Signals src->dst.
+  int64_t waits = 0;       ///< Waits by dst for src.
+  uint32_t lastSignal = 0; ///< Source of the last signal (SourceTable::ops id; 0 = unknown).
+  uint32_t lastWait = 0;   ///< Source of the last wait.
+};
+
 /// The whole program state.
 struct ProgramIR {
   ProgramOptions options;              ///< numRanks resolved.
   std::vector<GpuIR> gpus;
-  /// (src rank, dst rank, channel type) -> (signals src->dst, waits by dst for src).
-  std::map<std::tuple<int64_t, int64_t, ChannelType>, std::pair<int64_t, int64_t>> signalWait;
+  /// (src rank, dst rank, channel type) -> counts.
+  std::map<std::tuple<int64_t, int64_t, ChannelType>, SignalWaitCount> signalWait;
+  /// Op locations.
+  SourceTable sources;
   /// True once the pipeline of passes ran (replication applied).
   bool processed = false;
 };
