@@ -59,7 +59,8 @@ std::vector<std::vector<OpSourceEntry>> &SourceMap::gpu(size_t g) {
 }
 
 std::optional<SourceLocation> SourceMap::resolve(uint32_t id, const ir::SourceIdList *fused) const {
-  if (!sm_ || id == 0 || id >= table_.ops.size() || !table_.ops[id].loc.isValid()) return std::nullopt;
+  std::optional<ir::OpSource> src = sm_ ? table_.resolve(id) : std::nullopt;
+  if (!src || !src->loc.isValid()) return std::nullopt;
   auto place = [&](llvm::SMLoc loc, std::string &file, unsigned &line, unsigned &col) {
     unsigned buf = sm_->FindBufferContainingLoc(loc);
     if (!buf) return;
@@ -67,14 +68,13 @@ std::optional<SourceLocation> SourceMap::resolve(uint32_t id, const ir::SourceId
     std::tie(line, col) = sm_->getLineAndColumn(loc, buf);
   };
   SourceLocation out;
-  place(table_.ops[id].loc, out.file, out.line, out.col);
-  auto frames = table_.frames(id);
-  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+  place(src->loc, out.file, out.line, out.col);
+  for (auto it = src->frames.rbegin(); it != src->frames.rend(); ++it) {
     SourceFrame f;
-    f.kind = kindName((*it)->kind);
-    place((*it)->loc, f.file, f.line, f.col);
-    f.name = (*it)->name;
-    f.value = (*it)->value;
+    f.kind = kindName(it->kind);
+    place(it->loc, f.file, f.line, f.col);
+    f.name = it->name;
+    f.value = it->value;
     out.context.push_back(std::move(f));
   }
   if (fused)
@@ -112,7 +112,7 @@ void SourceMap::writeJson(llvm::raw_ostream &os) const {
   // The JSON text of each (source, fused list) is the same for every instance of a replicated
   // op: cache it by source id for ops that fused nothing.
   std::unordered_map<uint32_t, std::string> cache;
-  auto known = [&](uint32_t id) { return sm_ && id != 0 && id < table_.ops.size() && table_.ops[id].loc.isValid(); };
+  auto known = [&](uint32_t id) { return sm_ && table_.loc(id).isValid(); };
   llvm::json::OStream j(os, 1);
   auto value = [&](const OpSourceEntry &e) -> std::string {
     auto build = [&] {

@@ -100,23 +100,23 @@ struct Output {
 /// loop values that led there, as elaboration errors have), or at `fallback` (the program) when
 /// the error names no op.
 void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, const ir::DslError &e, llvm::SMLoc fallback) {
-  auto locOf = [&](uint32_t s) { return s && s < sources.ops.size() ? sources.ops[s].loc : llvm::SMLoc(); };
-  llvm::SMLoc loc = locOf(e.source());
-  if (!loc.isValid()) {
+  std::optional<ir::OpSource> src = sources.resolve(e.source());
+  if (!src || !src->loc.isValid()) {
     diag.report(fallback, DiagId::err_pass, {e.what()});
     return;
   }
-  diag.report(loc, DiagId::err_pass, {e.what()});
-  for (const ir::SourceContext *f : sources.frames(e.source())) {
-    switch (f->kind) {
-    case ir::SourceContext::For: diag.report(f->loc, DiagId::note_in_for, {f->name + " = " + f->value}); break;
-    case ir::SourceContext::Call: diag.report(f->loc, DiagId::note_in_call, {f->name}); break;
-    case ir::SourceContext::With: diag.report(f->loc, DiagId::note_in_with); break;
-    case ir::SourceContext::Param: diag.report(f->loc, DiagId::note_in_param, {f->name}); break;
+  diag.report(src->loc, DiagId::err_pass, {e.what()});
+  for (const ir::SourceContext &f : src->frames) {
+    switch (f.kind) {
+    case ir::SourceContext::For: diag.report(f.loc, DiagId::note_in_for, {f.name + " = " + f.value}); break;
+    case ir::SourceContext::Call: diag.report(f.loc, DiagId::note_in_call, {f.name}); break;
+    case ir::SourceContext::With: diag.report(f.loc, DiagId::note_in_with); break;
+    case ir::SourceContext::Param: diag.report(f.loc, DiagId::note_in_param, {f.name}); break;
     }
   }
-  if (locOf(e.related()).isValid())
-    diag.report(locOf(e.related()), DiagId::note_pass_related);
+  llvm::SMLoc related = sources.loc(e.related());
+  if (related.isValid())
+    diag.report(related, DiagId::note_pass_related);
 }
 
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when

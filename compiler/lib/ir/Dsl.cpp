@@ -128,7 +128,7 @@ void Program::setSource(llvm::SMLoc loc) {
   impl_->sourceId = 0;
 }
 
-void Program::setContextProvider(std::function<uint32_t(SourceTable &)> provider) {
+void Program::setContextProvider(std::function<uint32_t(SourceTable &, llvm::SMLoc)> provider) {
   impl_->contextProvider = std::move(provider);
 }
 

@@ -52,16 +52,14 @@ struct Program::Impl {
   uint32_t currentSource() {
     if (sourcePending) {
       sourcePending = false;
-      uint32_t ctx = contextProvider ? contextProvider(ir.sources) : 0;
-      ir.sources.ops.push_back(OpSource{sourceLoc, ctx});
-      sourceId = uint32_t(ir.sources.ops.size() - 1);
+      sourceId = contextProvider ? contextProvider(ir.sources, sourceLoc) : ir.sources.add(sourceLoc, 0, {});
     }
     return sourceId;
   }
   llvm::SMLoc sourceLoc;
   uint32_t sourceId = 0;
   bool sourcePending = false;
-  std::function<uint32_t(SourceTable &)> contextProvider;
+  std::function<uint32_t(SourceTable &, llvm::SMLoc)> contextProvider;
   Op scratchOp;
   /// Check a tb id (ours: >= 0 and < 65536).
   static uint32_t checkTb(int64_t tb);

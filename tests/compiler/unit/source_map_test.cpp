@@ -88,13 +88,54 @@ TEST_CASE("ops built without setSource have no location; the pairing error names
     FAIL("no pairing error");
   } catch (const DslError &e) {
     REQUIRE(e.source() != 0);
-    CHECK(p.ir().sources.ops[e.source()].loc.getPointer() == src.at(2).getPointer());
+    CHECK(p.ir().sources.loc(e.source()).getPointer() == src.at(2).getPointer());
     REQUIRE(e.related() != 0);
-    CHECK(p.ir().sources.ops[e.related()].loc.getPointer() == src.at(3).getPointer());
+    CHECK(p.ir().sources.resolve(e.related())->loc.getPointer() == src.at(3).getPointer());
   }
   p.ir().signalWait.clear(); // compile the ops alone
   backend::SourceMap map(&src.sm);
   (void)backend::compile(p, {}, &map);
   CHECK(!map.lookupSource("gpus[0].threadblocks[0].ops[1]")); // the first signal
   CHECK(map.lookupSource("gpus[0].threadblocks[0].ops[4]")->line == 2);
+}
+
+TEST_CASE("the source log gives back every record, shared frames and loop values included", "[source]") {
+  Src src;
+  SourceTable t;
+  uint32_t outer = t.addSite(SourceContext::For, src.at(1), "gpu");
+  uint32_t call = t.addSite(SourceContext::Call, src.at(2), "send");
+  uint32_t inner = t.addSite(SourceContext::For, src.at(3), "(a, b)");
+  std::vector<uint32_t> ids;
+  std::string text;
+  for (int64_t gpu = -2; gpu < 40; ++gpu) { // more than one checkpoint interval (16 records)
+    ids.push_back(t.add(src.at(4), 0, {SourceTable::NewFrame{outer, gpu * 1000, nullptr}}));
+    text = "(" + std::to_string(gpu) + ", 'x')";
+    ids.push_back(t.add(src.at(2), 1, {SourceTable::NewFrame{call, 0, nullptr}, SourceTable::NewFrame{inner, 0, &text}}));
+  }
+  CHECK(t.size() == ids.size());
+  CHECK(!t.resolve(0));
+  CHECK(!t.resolve(t.size() + 1));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t gpu = int64_t(i / 2) - 2;
+    auto r = t.resolve(ids[i]);
+    REQUIRE(r);
+    CHECK(t.loc(ids[i]).getPointer() == r->loc.getPointer());
+    if (i % 2 == 0) {
+      CHECK(r->loc.getPointer() == src.at(4).getPointer());
+      REQUIRE(r->frames.size() == 1);
+      CHECK(r->frames[0].value == std::to_string(gpu * 1000));
+    } else {
+      REQUIRE(r->frames.size() == 3); // innermost first
+      CHECK(r->frames[0].kind == SourceContext::For);
+      CHECK(r->frames[0].name == "(a, b)");
+      CHECK(r->frames[0].value == "(" + std::to_string(gpu) + ", 'x')");
+      CHECK(r->frames[1].kind == SourceContext::Call);
+      CHECK(r->frames[1].name == "send");
+      CHECK(r->frames[2].name == "gpu");
+      CHECK(r->frames[2].value == std::to_string(gpu * 1000));
+      CHECK(r->frames[2].loc.getPointer() == src.at(1).getPointer());
+    }
+  }
+  SourceTable copy = t; // deep copy
+  CHECK(copy.resolve(ids.back())->frames[0].value == t.resolve(ids.back())->frames[0].value);
 }

@@ -380,13 +380,15 @@ public:
   bool inPipeline() const;
 
   /// Where the ops of the following DSL calls come from (the elaborator calls this before each
-  /// DSL method call): `loc` is the .msccl call. The first op added after it interns
-  /// {loc, contextProvider()} into ir().sources; every op and signal/wait count of the call gets
-  /// that id. An invalid `loc` means "unknown" (source 0), the default for C++ users.
+  /// DSL method call): `loc` is the .msccl call. The first op added after it adds a record to
+  /// ir().sources (through the context provider, if set, which adds the frames around the call);
+  /// every op and signal/wait count of the call gets that id. An invalid `loc` means "unknown"
+  /// (source 0), the default for C++ users.
   void setSource(llvm::SMLoc loc);
-  /// Returns the id (into ir().sources.contexts) of the context frame of the current call,
-  /// adding frames as needed; called at most once per setSource, only when an op is added.
-  void setContextProvider(std::function<uint32_t(SourceTable &)> provider);
+  /// `provider(table, loc)` adds the record of a call at `loc` with its context frames
+  /// (SourceTable::add) and returns its id; called at most once per setSource, only when an op
+  /// is added.
+  void setContextProvider(std::function<uint32_t(SourceTable &, llvm::SMLoc)> provider);
 
   /// The program's IR (user ops as called, before any pass).
   const ProgramIR &ir() const;

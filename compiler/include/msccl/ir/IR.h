@@ -22,6 +22,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -191,27 +192,72 @@ struct GpuIR {
 struct SourceContext {
   enum Kind : uint8_t { For, Call, With, Param };
   Kind kind = For;
-  uint32_t parent = 0;  ///< The enclosing frame (id into SourceTable::contexts; 0 = none).
   llvm::SMLoc loc;      ///< The `for` statement, the call, the `with` statement, the param use.
   std::string name;     ///< For: the loop variables ("gpu", "(a, b)"); Call: the fn; Param: the param.
   std::string value;    ///< For: their values ("3", "(1, 2)"), as print() writes them.
 };
 
-/// Where an op comes from: the .msccl call (its SMLoc, in the llvm::SourceMgr of the compilation)
-/// and the innermost context frame it ran in.
+/// Where an op comes from, resolved: the .msccl call (its SMLoc, in the llvm::SourceMgr of the
+/// compilation) and its context frames, innermost first.
 struct OpSource {
   llvm::SMLoc loc;
-  uint32_t context = 0; ///< Id into SourceTable::contexts (0 = top level of the program body).
+  std::vector<SourceContext> frames;
 };
 
-/// The side table of op locations (Op::source, Op::fusedSources index `ops`). Id 0 of both
-/// tables is the "unknown"/"none" entry, so a default Op has no location. Filled by the DSL
-/// (Program::setSource*), read by diagnostics and the source map (backend/SourceMap.h).
-struct SourceTable {
-  std::vector<OpSource> ops = {OpSource{}};
-  std::vector<SourceContext> contexts = {SourceContext{}};
-  /// The context frames of `source`, innermost first (empty for 0 or a top-level call).
-  std::vector<const SourceContext *> frames(uint32_t source) const;
+/// The op locations (Op::source and Op::fusedSources are ids of records here; 0 = unknown).
+/// One record per DSL call that added ops: its call site and the frames around it (loops with
+/// their values, fn calls, `with`, params). Kept as a compact log, a few bytes per record: the
+/// call's address as a delta to the previous one, the number of frames shared with the previous
+/// record and only the new frames (a site id and the loop value); every 16th record is written
+/// in full, so resolve() decodes at most 16 records.
+class SourceTable {
+public:
+  SourceTable() = default;
+  SourceTable(const SourceTable &o) { *this = o; }
+  SourceTable(SourceTable &&) = default;
+  SourceTable &operator=(const SourceTable &o);
+  SourceTable &operator=(SourceTable &&) = default;
+  /// A frame site (a `for` statement, call, `with`, param use); the elaborator adds each once.
+  uint32_t addSite(SourceContext::Kind kind, llvm::SMLoc loc, std::string name);
+  /// A new frame of a record: its site and, for a `for` frame, the loop value: an int (when
+  /// `text` is null) or the printed values.
+  struct NewFrame {
+    uint32_t site = 0;
+    int64_t value = 0;
+    const std::string *text = nullptr;
+  };
+  /// Adds a record: the call at `loc`, the first `keep` frames of the previous record
+  /// (outermost first), then `frames` (outer to inner). Returns its id (>= 1).
+  uint32_t add(llvm::SMLoc loc, size_t keep, const std::vector<NewFrame> &frames);
+  /// The record `id`; nullopt for 0 or an unknown id.
+  std::optional<OpSource> resolve(uint32_t id) const;
+  /// The call site of record `id` (cheaper than resolve); invalid for 0 or an unknown id.
+  llvm::SMLoc loc(uint32_t id) const;
+  /// Returns the spare capacity of the log (call once no more records come).
+  void shrinkToFit();
+  /// Number of records.
+  uint32_t size() const { return count_; }
+  /// Bytes held (for the benchmarks' accounting).
+  size_t bytes() const { return blocks_.size() * kBlock + index_.capacity() * 4; }
+
+private:
+  struct Site {
+    SourceContext::Kind kind;
+    llvm::SMLoc loc;
+    std::string name;
+  };
+  std::vector<Site> sites_;
+  std::vector<std::string> texts_;     ///< Non-int loop values.
+  /// The records, in blocks of kBlock bytes (appending never copies the log).
+  static constexpr size_t kBlock = 1 << 16;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+  size_t size_ = 0;                    ///< Bytes written.
+  std::vector<uint8_t> record_;        ///< The record being written.
+  std::vector<uint64_t> index_;        ///< Offset of records 1, 17, 33, ...
+  uint8_t at(size_t offset) const { return blocks_[offset / kBlock][offset % kBlock]; }
+  uint32_t count_ = 0;
+  uintptr_t lastLoc_ = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> stack_; ///< Frames of the last record: site, encoded value.
 };
 
 /// Signal/wait counts of one (src rank, dst rank, channel type), with the last call of each kind.
