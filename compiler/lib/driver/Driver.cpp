@@ -70,6 +70,8 @@ cl::opt<int64_t> maxLoop("max-loop-iterations", cl::desc("Limit on loop iteratio
                          cl::init(50'000'000), cl::cat(cat));
 cl::opt<unsigned> maxDepth("max-call-depth", cl::desc("Limit on nested fn calls"), cl::init(200), cl::cat(cat));
 cl::opt<bool> compact("compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat));
+cl::opt<bool> verifyIrEach("verify-ir-each", cl::desc("Run the IR verifier after each pass (debugging the compiler)"),
+                            cl::init(false), cl::cat(cat));
 cl::opt<std::string> sourceMapFile("source-map", cl::desc("Write the plan op -> .msccl call map (JSON, docs/source-map.md)"),
                                    cl::value_desc("file"), cl::init(""), cl::cat(cat));
 
@@ -147,6 +149,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   passes::PipelineOptions po;
   po.skipFusion = noFusion;
   po.skipAutoSync = noAutoSync;
+  po.verifyEach = verifyIrEach;
   if (!o.printAfter.empty())
     po.afterPass = [&](std::string_view pass, const ir::ProgramIR &irp) {
       for (auto &p : o.printAfter)

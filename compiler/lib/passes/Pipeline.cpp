@@ -3,9 +3,12 @@
 
 #include "msccl/passes/Dependency.h"
 #include "msccl/passes/Fusion.h"
+#include "msccl/passes/IRVerifier.h"
 #include "msccl/passes/Pairing.h"
 #include "msccl/passes/Replication.h"
 #include "msccl/passes/SyncInsertion.h"
+
+#include <stdexcept>
 
 namespace msccl::passes {
 
@@ -45,11 +48,23 @@ void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const Pipel
   const bool fuse = options.instrFusion && !opts.skipFusion;
   const bool autoSync = options.autoSync && !opts.skipAutoSync;
   ir::unpackOps(gpu);
-  for (auto &tb : gpu.threadblocks) {
+  auto verify = [&](const char *pass) {
+    if (!opts.verifyEach) return;
+    bool sources = false; // locations are required when the program has any (built from .msccl)
+    for (auto &tb : gpu.threadblocks)
+      for (auto &op : tb.ops) sources |= op.source != 0;
+    auto v = verifyGpu(gpu, sources);
+    if (!v.empty()) throw std::logic_error(std::string("IR verifier after ") + pass + ": " + v.front());
+  };
+  verify("elaboration");
+  for (auto &tb : gpu.threadblocks)
     if (fuse) fuseOperations(tb.ops);
-    addDataSync(tb.ops);
+  verify("fusion");
+  for (auto &tb : gpu.threadblocks) addDataSync(tb.ops);
+  verify("sync-insertion");
+  for (auto &tb : gpu.threadblocks)
     if (autoSync) resolveDataDependency(tb.ops);
-  }
+  verify("dependency");
 }
 
 ir::ProgramIR runPipeline(const ir::ProgramIR &in, const PipelineOptions &opts) {

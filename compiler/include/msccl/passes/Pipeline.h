@@ -34,6 +34,9 @@ bool isPassName(std::string_view name);
 struct PipelineOptions {
   bool skipFusion = false;   ///< Skip fusion even when the program asks for it.
   bool skipAutoSync = false; ///< Skip the dependency pass even when auto_sync is on.
+  /// Run the IR verifier (IRVerifier.h) after each per-rank pass (`--verify-ir-each`); a
+  /// violation throws std::logic_error naming the pass, rank, threadblock and op.
+  bool verifyEach = false;
   /// Called after each pass that ran (or was skipped) with its name and the IR at that point.
   std::function<void(std::string_view pass, const ir::ProgramIR &)> afterPass;
 };
@@ -43,7 +46,8 @@ ir::ProgramIR runPipeline(const ir::ProgramIR &in, const PipelineOptions &opts =
 /// Run the passes in place on `ir` (for callers that compile once). Throws ir::DslError.
 void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts = {});
 /// Passes 2-4 (fusion, sync-insertion, dependency) on one GPU of a program whose options are
-/// `options`, in place; no pairing validation, no replication, no afterPass calls. Never throws.
+/// `options`, in place; no pairing validation, no replication, no afterPass calls. Throws only
+/// with opts.verifyEach, when the IR verifier finds a violation (a compiler bug).
 void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const PipelineOptions &opts = {});
 
 } // namespace msccl::passes
