@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "msccl/passes/Pipeline.h"
 #include "msccl/passes/Replication.h"
 
 namespace msccl::backend {
@@ -242,7 +243,16 @@ plan::Plan lowerToPlan(const ProgramIR &ir, SourceMap *sources) {
 }
 
 plan::Plan compile(const Program &program, const passes::PipelineOptions &opts, SourceMap *sources) {
-  return lowerToPlan(passes::runPipeline(program.ir(), opts), sources);
+  ProgramIR ir = program.ir(); // the program stays as it was: compiling twice gives the same plan
+  passes::checkProgram(ir, opts);
+  plan::Plan plan = planHeader(ir.options);
+  plan.gpus.reserve(ir.gpus.size());
+  for (auto &g : ir.gpus) { // the streamed path's calls (StreamCompile.cpp), kept in memory
+    passes::runGpuPasses(ir, g, opts);
+    plan.gpus.push_back(lowerGpuReplicated(ir.options, g, sources));
+  }
+  if (sources) sources->setSources(ir.sources);
+  return plan;
 }
 
 } // namespace msccl::backend

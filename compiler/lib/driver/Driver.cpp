@@ -3,8 +3,8 @@
 // Consumes argv; produces the emitted text (AST dump, IR dump or JSON plan) or diagnostics.
 // Flow: parse (frontend) -> check (elab/Check.h) -> elaborate (elab/Elaborate.h) ->
 // passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
-// A plain JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes
-// rank by rank on the elaborated IR (no copy); --print-after uses the whole-program path.
+// A JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes rank by
+// rank on the elaborated IR (no copy); --print-after prints each rank as it streams.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
@@ -87,11 +87,10 @@ struct Options {
 // Every cl::opt has an explicit cl::init: ResetAllOptionOccurrences (called per run, so that
 // in-process runs do not see each other's options) only restores options that have one.
 
-/// What a compilation produces: text (AST/IR dumps), a plan (--print-after), or an elaborated
-/// program validated by backend::prepareStream, compiled and streamed out by writeOutput.
+/// What a compilation produces: text (AST/IR dumps) or an elaborated program validated by
+/// backend::prepareStream, compiled and streamed out by writeOutput.
 struct Output {
   std::string text;
-  std::optional<plan::Plan> plan;
   std::unique_ptr<ir::Program> program;
   passes::PipelineOptions pipeline;
   /// Plan op path -> .msccl call (--source-map), filled while the plan is lowered.
@@ -150,28 +149,33 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   po.skipFusion = noFusion;
   po.skipAutoSync = noAutoSync;
   po.verifyEach = verifyIrEach;
-  if (!o.printAfter.empty())
-    po.afterPass = [&](std::string_view pass, const ir::ProgramIR &irp) {
-      for (auto &p : o.printAfter)
+  if (!o.printAfter.empty()) // each rank is printed as it streams
+    po.afterPass = [printAfter = o.printAfter, &err](std::string_view pass, const ir::ProgramIR &irp, const ir::GpuIR *gpu) {
+      for (auto &p : printAfter)
         if (p == "all" || p == pass) {
-          err << "// ----- IR after " << std::string(pass) << " -----\n" << ir::printIR(irp);
+          err << "// ----- IR after " << std::string(pass);
+          if (gpu) {
+            err << " (rank " << gpu->id << ") -----\n" << ir::printGpuIR(*gpu);
+            if (pass == "replication" && irp.options.instances != 1) // applied while lowering
+              err << "  (each tb replicated x" << irp.options.instances << " by lowering)\n";
+          } else
+            err << " -----\n" << ir::printIR(irp);
           break;
         }
     };
   if (!sourceMapFile.empty())
     output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
   try {
-    if (o.printAfter.empty()) {
-      backend::prepareStream(r.program->ir(), po);
-      output.pipeline = po;
-      output.program = std::move(r.program);
-    } else {
-      output.plan = backend::compile(*r.program, po, output.sourceMap.get());
-    }
+    backend::prepareStream(r.program->ir(), po);
+    output.pipeline = po;
+    output.program = std::move(r.program);
   } catch (const ir::DslError &e) {
     reportPassError(diag, r.program->ir().sources, e, unit.program->loc);
     return false;
   } catch (const plan::PlanError &e) {
+    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    return false;
+  } catch (const std::logic_error &e) { // the IR verifier (--verify-ir-each): a compiler bug
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
@@ -204,8 +208,6 @@ bool writeOutput(Output &output, std::ostream &os, llvm::raw_ostream &err) {
   try {
     if (output.program)
       backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2, output.sourceMap.get());
-    else if (output.plan)
-      plan::writePlan(os, *output.plan, compact ? -1 : 2);
     else
       os << output.text;
   } catch (const std::exception &e) {

@@ -317,7 +317,11 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
   os << "program " << (o.name ? *o.name : std::string("<none>")) << " collective=" << o.collective.name
      << " ranks=" << o.numRanks << " instances=" << o.instances << " protocol=" << o.protocol
      << (ir.processed ? " (processed)" : "") << '\n';
-  for (auto &g : ir.gpus) {
+  for (auto &g : ir.gpus) printGpuIR(os, g);
+}
+
+void printGpuIR(std::ostream &os, const GpuIR &g) {
+  {
     os << "rank " << g.id << ": input=" << g.inputChunks << " output=" << g.outputChunks << " scratch=" << g.scratchChunks << '\n';
     for (auto t : g.channelTypeOrder) {
       os << "  channels " << plan::channelTypeName(t) << " -> ";
@@ -345,6 +349,12 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
       else printOps(os, allOps(tb), 4);
     }
   }
+}
+
+std::string printGpuIR(const GpuIR &gpu) {
+  std::ostringstream os;
+  printGpuIR(os, gpu);
+  return os.str();
 }
 
 std::string printIR(const ProgramIR &ir) {

@@ -150,10 +150,5 @@ void resolveDataDependency(std::vector<Op> &ops) {
   ops = std::move(out);
 }
 
-void resolveDataDependencyProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) resolveDataDependency(tb.ops);
-}
 
 } // namespace msccl::passes

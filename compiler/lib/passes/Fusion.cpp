@@ -220,10 +220,5 @@ void fuseOperations(std::vector<Op> &ops) {
   ops.erase(ops.begin() + std::ptrdiff_t(w), ops.end());
 }
 
-void fuseProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) fuseOperations(tb.ops);
-}
 
 } // namespace msccl::passes

@@ -28,10 +28,5 @@ void addDataSync(std::vector<Op> &ops) {
   ops = std::move(out);
 }
 
-void addDataSyncProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) addDataSync(tb.ops);
-}
 
 } // namespace msccl::passes

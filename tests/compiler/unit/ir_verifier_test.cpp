@@ -33,7 +33,7 @@ TEST_CASE("the verifier accepts what the DSL and the passes build", "[verifier]"
   CHECK(passes::verifyGpu(g.gpu0(), false).empty());
   passes::PipelineOptions opts;
   opts.verifyEach = true;
-  CHECK_NOTHROW(passes::runGpuPasses(g.p.options(), g.gpu0(), opts));
+  CHECK_NOTHROW(passes::runGpuPasses(g.p.ir(), g.gpu0(), opts));
   CHECK(passes::verifyGpu(g.gpu0(), false).empty());
 }
 
@@ -66,7 +66,7 @@ TEST_CASE("the verifier names the op that breaks an invariant", "[verifier]") {
     ops[1].channelType = ChannelType::Switch;
     passes::PipelineOptions opts;
     opts.verifyEach = true;
-    CHECK_THROWS_WITH(passes::runGpuPasses(g.p.options(), g.gpu0(), opts),
+    CHECK_THROWS_WITH(passes::runGpuPasses(g.p.ir(), g.gpu0(), opts),
                       Catch::Contains("IR verifier after elaboration: rank 0 tb 0 op 1: signal: channel type"));
   }
 }

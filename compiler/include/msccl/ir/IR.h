@@ -290,6 +290,9 @@ std::vector<Op> allOps(const ThreadBlockIR &tb);
 /// Text dump of the IR (`mscclc --emit=ir`, `--print-after=PASS`): one line per op, indented
 /// per rank/tb/pipeline, chunk ranges as kind[index:index+size].
 void printIR(std::ostream &os, const ProgramIR &ir);
+/// The part of printIR of one rank (from its `rank N:` line).
+void printGpuIR(std::ostream &os, const GpuIR &gpu);
+std::string printGpuIR(const GpuIR &gpu);
 std::string printIR(const ProgramIR &ir);
 /// One op on one line (no trailing newline), e.g. "put src=[i[0:1]] dst=[rb0:o[1:2]] ch=memory[0]".
 std::string printOp(const Op &op);
