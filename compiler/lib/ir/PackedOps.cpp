@@ -20,6 +20,7 @@ namespace {
 
 struct Writer {
   std::vector<uint8_t> &out;
+  uint32_t &lastSource; ///< Op::source is written as the difference to the previous one
   void byte(uint8_t b) { out.push_back(b); }
   void u(uint64_t v) {
     while (v >= 0x80) {
@@ -34,6 +35,7 @@ struct Writer {
 struct Reader {
   const uint8_t *p;
   const uint8_t *end;
+  uint32_t lastSource = 0;
   uint8_t byte() {
     if (p == end) throw std::logic_error("PackedOps: truncated op encoding");
     return *p++;
@@ -139,25 +141,25 @@ bool isSingle(const PySet &s, uint32_t &key) {
     }
   return false;
 }
-// A PySet: 0 and the key when it is PySet::single(key) (the common case: one signal/wait);
-// otherwise the table size (>= 8), the number of keys, and the table slot by slot.
+// A PySet: key*2 when it is PySet::single(key) (the common case: one signal/wait); otherwise
+// table size*2+1, the number of keys, and the table slot by slot.
 void put(Writer &w, const PySet &set) {
   uint32_t single = 0;
   if (isSingle(set, single)) {
-    w.u(0);
-    w.u(single);
+    w.u(uint64_t(single) << 1);
     return;
   }
-  w.u(set.rawTableSize());
+  w.u((uint64_t(set.rawTableSize()) << 1) | 1);
   w.u(set.size());
   for (size_t i = 0; i < set.rawTableSize(); ++i) w.u(uint64_t(set.rawSlot(i) + 1)); // empty (-1) -> 0
 }
 void get(Reader &r, PySet &set) {
-  size_t tableSize = size_t(r.u());
-  if (tableSize == 0) {
-    set = PySet::single(uint32_t(r.u()));
+  uint64_t head = r.u();
+  if (!(head & 1)) {
+    set = PySet::single(uint32_t(head >> 1));
     return;
   }
+  size_t tableSize = size_t(head >> 1);
   std::vector<int64_t> slots(tableSize);
   size_t used = size_t(r.u());
   for (auto &k : slots) k = int64_t(r.u()) - 1;
@@ -173,6 +175,12 @@ template <class V, std::enable_if_t<IsList<V>::value, int> = 0> void get(Reader 
   for (auto &x : v) get(r, x);
 }
 
+// Fields with an encoding of their own: Op::source, as the difference to the previous op's
+// source in the same PackedOps (the ops of a threadblock come from increasing DSL calls).
+template <unsigned Field> struct FieldTag {};
+template <unsigned Field, class T> void putField(Writer &w, const T &v, FieldTag<Field>) { put(w, v); }
+template <unsigned Field, class T> void getField(Reader &r, T &v, FieldTag<Field>) { get(r, v); }
+
 // --- The generated op codec ------------------------------------------------------------
 
 enum FieldIndex : unsigned {
@@ -181,6 +189,15 @@ enum FieldIndex : unsigned {
   kNumFields
 };
 static_assert(kNumFields <= 64, "presence bits are one 64-bit varint");
+
+void putField(Writer &w, const uint32_t &v, FieldTag<kField_source>) {
+  w.s(int64_t(v) - int64_t(w.lastSource));
+  w.lastSource = v;
+}
+void getField(Reader &r, uint32_t &v, FieldTag<kField_source>) {
+  v = uint32_t(int64_t(r.lastSource) + r.s());
+  r.lastSource = v;
+}
 
 void encode(Writer &w, const Op &op) {
   uint64_t present = 0;
@@ -193,7 +210,7 @@ void encode(Writer &w, const Op &op) {
   w.byte(uint8_t(op.kind));
   w.u(present);
 #define OP_FIELD(Type, name, init, doc)                                                                                \
-  if (present & (uint64_t(1) << kField_##name)) put(w, op.name);
+  if (present & (uint64_t(1) << kField_##name)) putField(w, op.name, FieldTag<kField_##name>{});
 #include "msccl/ir/OpFields.def"
 }
 
@@ -202,7 +219,7 @@ void decode(Reader &r, Op &op) {
   op.kind = OpKind(r.byte());
   uint64_t present = r.u();
 #define OP_FIELD(Type, name, init, doc)                                                                                \
-  if (present & (uint64_t(1) << kField_##name)) get(r, op.name);
+  if (present & (uint64_t(1) << kField_##name)) getField(r, op.name, FieldTag<kField_##name>{});
 #include "msccl/ir/OpFields.def"
 }
 
@@ -247,7 +264,7 @@ void resetOp(Op &op) {
 }
 
 void packOp(PackedOps &packed, const Op &op) {
-  Writer w{packed.bytes};
+  Writer w{packed.bytes, packed.lastSource};
   encode(w, op);
   ++packed.count;
   if (packed.nonNegative && !hasNonNegativeValues(op)) packed.nonNegative = false;

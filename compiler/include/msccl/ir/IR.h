@@ -113,6 +113,7 @@ struct PackedOps {
   std::vector<uint8_t> bytes;
   uint32_t count = 0;          ///< Ops encoded.
   bool nonNegative = true;     ///< hasNonNegativeValues() of every encoded op.
+  uint32_t lastSource = 0;     ///< Op::source of the last op that had one (its encoding is a delta).
   bool empty() const { return count == 0; }
 };
 /// Appends `op` to `packed` (the encoding OpFields.def generates).
