@@ -316,7 +316,7 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
   const auto &o = ir.options;
   os << "program " << (o.name ? *o.name : std::string("<none>")) << " collective=" << o.collective.name
      << " ranks=" << o.numRanks << " instances=" << o.instances << " protocol=" << o.protocol
-     << (ir.processed ? " (processed)" : "") << '\n';
+     << '\n';
   for (auto &g : ir.gpus) printGpuIR(os, g);
 }
 

@@ -277,8 +277,6 @@ struct ProgramIR {
   std::map<std::tuple<int64_t, int64_t, ChannelType>, SignalWaitCount> signalWait;
   /// Op locations.
   SourceTable sources;
-  /// True once the pipeline of passes ran (replication applied).
-  bool processed = false;
 };
 
 /// Decodes the packed ops of every threadblock of `gpu` into its `ops` (packed ones first).
