@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "msccl/passes/Pipeline.h"
 #include "msccl/passes/Replication.h"
 
 namespace msccl::backend {
@@ -130,8 +131,19 @@ plan::Op lowerOp(const Op &op, const Mapping &m) {
   return p;
 }
 
+OpSourceEntry sourceEntry(const Op &op) {
+  OpSourceEntry e;
+  e.source = op.source;
+  e.fused = op.fusedSources;
+  e.inner.reserve(op.ops.size());
+  for (auto &inner : op.ops) e.inner.push_back(sourceEntry(inner));
+  return e;
+}
+
 /// One GPU: `n` instances of each threadblock (n = 1, identity mapping, for a processed IR).
-plan::Gpu lowerGpuImpl(const GpuIR &g, int64_t n, bool interleaved, bool replicate) {
+/// `sources`, when given, gets the source entries of every plan threadblock's ops.
+plan::Gpu lowerGpuImpl(const GpuIR &g, int64_t n, bool interleaved, bool replicate,
+                       std::vector<std::vector<OpSourceEntry>> *sources) {
   plan::Gpu pg;
   pg.id = g.id;
   pg.inputChunks = u(g.inputChunks * n, "chunk count");
@@ -142,12 +154,25 @@ plan::Gpu lowerGpuImpl(const GpuIR &g, int64_t n, bool interleaved, bool replica
     std::vector<Op> decoded; // only for an IR whose ops are still packed
     if (!tb.packed.empty()) decoded = allOps(tb);
     const std::vector<Op> &ops = tb.packed.empty() ? tb.ops : decoded;
+    std::vector<OpSourceEntry> entries;
+    if (sources) {
+      entries.reserve(ops.size());
+      for (auto &op : ops) entries.push_back(sourceEntry(op));
+    }
     for (int64_t k = 0; k < n; ++k) {
+      if (sources) sources->push_back(entries); // instances share their op's location
       Mapping m{passes::InstanceShift{n, k, interleaved}, replicate};
       plan::Threadblock ptb;
       ptb.id = uint32_t(m.shift.id(tb.id));
       ptb.ops.reserve(ops.size());
-      for (auto &op : ops) ptb.ops.push_back(lowerOp(op, m));
+      for (auto &op : ops) {
+        try {
+          ptb.ops.push_back(lowerOp(op, m));
+        } catch (const DslError &e) {
+          if (e.source()) throw;
+          throw DslError(e.what(), op.source); // report it at the op's .msccl call
+        }
+      }
       for (auto &c : tb.channels) {
         if (c.ids.empty()) continue;
         plan::TbChannels pc{c.type, {}};
@@ -200,21 +225,34 @@ plan::Plan planHeader(const ProgramOptions &o) {
   return plan;
 }
 
-plan::Gpu lowerGpu(const GpuIR &gpu) { return lowerGpuImpl(gpu, 1, false, false); }
-
-plan::Gpu lowerGpuReplicated(const ProgramOptions &options, const GpuIR &gpu) {
-  return lowerGpuImpl(gpu, options.instances, options.replicationPolicy == ReplicationPolicy::Interleaved, true);
+plan::Gpu lowerGpu(const GpuIR &gpu, SourceMap *sources) {
+  return lowerGpuImpl(gpu, 1, false, false, sources ? &sources->gpu(gpu.id) : nullptr);
 }
 
-plan::Plan lowerToPlan(const ProgramIR &ir) {
+plan::Gpu lowerGpuReplicated(const ProgramOptions &options, const GpuIR &gpu, SourceMap *sources) {
+  return lowerGpuImpl(gpu, options.instances, options.replicationPolicy == ReplicationPolicy::Interleaved, true,
+                      sources ? &sources->gpu(gpu.id) : nullptr);
+}
+
+plan::Plan lowerToPlan(const ProgramIR &ir, SourceMap *sources) {
   plan::Plan plan = planHeader(ir.options);
   plan.gpus.reserve(ir.gpus.size());
-  for (auto &g : ir.gpus) plan.gpus.push_back(lowerGpu(g));
+  for (auto &g : ir.gpus) plan.gpus.push_back(lowerGpu(g, sources));
+  if (sources) sources->setSources(ir.sources);
   return plan;
 }
 
-plan::Plan compile(const Program &program, const passes::PipelineOptions &opts) {
-  return lowerToPlan(passes::runPipeline(program.ir(), opts));
+plan::Plan compile(const Program &program, const passes::PipelineOptions &opts, SourceMap *sources) {
+  ProgramIR ir = program.ir(); // the program stays as it was: compiling twice gives the same plan
+  passes::checkProgram(ir, opts);
+  plan::Plan plan = planHeader(ir.options);
+  plan.gpus.reserve(ir.gpus.size());
+  for (auto &g : ir.gpus) { // the streamed path's calls (StreamCompile.cpp), kept in memory
+    passes::runGpuPasses(ir, g, opts);
+    plan.gpus.push_back(lowerGpuReplicated(ir.options, g, sources));
+  }
+  if (sources) sources->setSources(ir.sources);
+  return plan;
 }
 
 } // namespace msccl::backend

@@ -31,30 +31,29 @@ void release(GpuIR &g) { g = GpuIR(); }
 } // namespace
 
 void prepareStream(const ProgramIR &ir, const passes::PipelineOptions &opts) {
-  if (ir.processed) {
-    if (!fitsPlan(ir)) (void)lowerToPlan(ir);
-    return;
+  passes::checkProgram(ir, opts);
+  if (fitsPlan(ir)) return;
+  // Rare: a value the plan cannot hold (the check is conservative). Run the per-rank pipeline
+  // on a copy of each rank, which throws the error streamPlan would throw.
+  if (ir.options.instances < 1) return; // no threadblock is written: nothing can fail
+  passes::PipelineOptions quiet = opts;
+  quiet.afterPass = nullptr;
+  for (auto &g : ir.gpus) {
+    GpuIR copy = g;
+    passes::runGpuPasses(ir, copy, quiet);
+    (void)lowerGpuReplicated(ir.options, copy);
   }
-  passes::validateSignalWaitPairing(ir);
-  // Rare: a value the plan cannot hold. Run the whole-program path, which throws the error
-  // compile() reports (the conservative check may also flag programs that compile fine).
-  if (!fitsPlan(ir)) (void)lowerToPlan(passes::runPipeline(ir, opts));
 }
 
-void streamPlan(ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent) {
+void streamPlan(ProgramIR &ir, const passes::PipelineOptions &opts, std::ostream &os, int indent, SourceMap *sources) {
   plan::PlanStreamWriter writer(os, planHeader(ir.options), indent);
-  passes::PipelineOptions gpuOpts = opts;
-  gpuOpts.afterPass = nullptr;
   for (auto &g : ir.gpus) {
-    if (ir.processed) {
-      writer.gpu(lowerGpu(g));
-    } else {
-      passes::runGpuPasses(ir.options, g, gpuOpts);
-      writer.gpu(lowerGpuReplicated(ir.options, g));
-    }
+    passes::runGpuPasses(ir, g, opts);
+    writer.gpu(lowerGpuReplicated(ir.options, g, sources));
     release(g);
   }
   writer.finish();
+  if (sources) sources->setSources(ir.sources);
 }
 
 } // namespace msccl::backend

@@ -3,8 +3,9 @@
 // Consumes argv; produces the emitted text (AST dump, IR dump or JSON plan) or diagnostics.
 // Flow: parse (frontend) -> check (elab/Check.h) -> elaborate (elab/Elaborate.h) ->
 // passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
-// A plain JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes
-// rank by rank on the elaborated IR (no copy); --print-after uses the whole-program path.
+// A JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes rank by
+// rank on the elaborated IR (no copy); --print-after prints each rank as it streams. With
+// verification (the default) the same calls build the plan in memory, which is verified first.
 // The command line is parsed into MscclcOptions at entry (CommandLine below: llvm::cl options
 // that are registered for one parse and removed after it); everything else reads the struct.
 //
@@ -94,13 +95,18 @@ struct CommandLine {
                                          "(all ranks and instances)"),
                                 cl::init(uint64_t(1) << 26), cl::cat(cat)};
   cl::opt<bool> compact{"compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat)};
+  cl::opt<bool> verifyIrEach{"verify-ir-each", cl::desc("Run the IR verifier after each pass (debugging the compiler)"),
+                             cl::init(false), cl::cat(cat)};
+  cl::opt<std::string> sourceMapFile{"source-map",
+                                     cl::desc("Write the plan op -> .msccl call map (JSON, docs/source-map.md)"),
+                                     cl::value_desc("file"), cl::init(""), cl::cat(cat)};
 
   CommandLine() = default;
   CommandLine(const CommandLine &) = delete;
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact)};
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact), std::addressof(verifyIrEach), std::addressof(sourceMapFile)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -124,6 +130,8 @@ struct CommandLine {
     o.maxLoopIterations = maxLoop;
     o.maxCallDepth = maxDepth;
     o.maxPlanSize = maxPlanSize;
+    o.verifyIrEach = verifyIrEach;
+    o.sourceMap = sourceMapFile;
   }
 };
 
@@ -136,17 +144,44 @@ struct Options {
   elab::ElabOptions elab;
   std::vector<std::string> printAfter;
   Emit emit = Emit::Json;
-  bool noFusion = false, noAutoSync = false, noVerify = false;
+  bool noFusion = false, noAutoSync = false, noVerify = false, verifyIrEach = false;
+  std::string sourceMapFile;
 };
 
-/// What a compilation produces: text (AST/IR dumps), a plan (--print-after), or an elaborated
-/// program validated by backend::prepareStream, compiled and streamed out by writeOutput.
+/// What a compilation produces: text (AST/IR dumps), a plan (verified, or asked for in memory),
+/// or an elaborated program validated by backend::prepareStream, compiled and streamed out by
+/// writeOutput.
 struct Output {
   std::string text;
   std::optional<plan::Plan> plan;
   std::unique_ptr<ir::Program> program;
   passes::PipelineOptions pipeline;
+  /// Plan op path -> .msccl call (--source-map), filled while the plan is lowered.
+  std::unique_ptr<backend::SourceMap> sourceMap;
 };
+
+/// Reports an error of the passes or lowering at the .msccl call of the op it is about (with the
+/// loop values that led there, as elaboration errors have), or at `fallback` (the program) when
+/// the error names no op.
+void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, const ir::DslError &e, llvm::SMLoc fallback) {
+  std::optional<ir::OpSource> src = sources.resolve(e.source());
+  if (!src || !src->loc.isValid()) {
+    diag.report(fallback, DiagId::err_pass, {e.what()});
+    return;
+  }
+  diag.report(src->loc, DiagId::err_pass, {e.what()});
+  for (const ir::SourceContext &f : src->frames) {
+    switch (f.kind) {
+    case ir::SourceContext::For: diag.report(f.loc, DiagId::note_in_for, {f.name + " = " + f.value}); break;
+    case ir::SourceContext::Call: diag.report(f.loc, DiagId::note_in_call, {f.name}); break;
+    case ir::SourceContext::With: diag.report(f.loc, DiagId::note_in_with); break;
+    case ir::SourceContext::Param: diag.report(f.loc, DiagId::note_in_param, {f.name}); break;
+    }
+  }
+  llvm::SMLoc related = sources.loc(e.related());
+  if (related.isValid())
+    diag.report(related, DiagId::note_pass_related);
+}
 
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
 /// this returns; only the program or the plan is kept. Returns false on error (reported).
@@ -177,26 +212,38 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   passes::PipelineOptions po;
   po.skipFusion = o.noFusion;
   po.skipAutoSync = o.noAutoSync;
-  if (!o.printAfter.empty())
-    po.afterPass = [&](std::string_view pass, const ir::ProgramIR &irp) {
-      for (auto &p : o.printAfter)
+  po.verifyEach = o.verifyIrEach;
+  if (!o.printAfter.empty()) // each rank is printed as it streams
+    po.afterPass = [printAfter = o.printAfter, &err](std::string_view pass, const ir::ProgramIR &irp, const ir::GpuIR *gpu) {
+      for (auto &p : printAfter)
         if (p == "all" || p == pass) {
-          err << "// ----- IR after " << std::string(pass) << " -----\n" << ir::printIR(irp);
+          err << "// ----- IR after " << std::string(pass);
+          if (gpu) {
+            err << " (rank " << gpu->id << ") -----\n" << ir::printGpuIR(*gpu);
+            if (pass == "replication" && irp.options.instances != 1) // applied while lowering
+              err << "  (each tb replicated x" << irp.options.instances << " by lowering)\n";
+          } else
+            err << " -----\n" << ir::printIR(irp);
           break;
         }
     };
+  if (!o.sourceMapFile.empty())
+    output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
   try {
-    if (o.printAfter.empty() && !wantPlan && o.noVerify) {
+    if (!wantPlan && o.noVerify) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
     } else {
-      output.plan = backend::compile(*r.program, po);
+      output.plan = backend::compile(*r.program, po, output.sourceMap.get());
     }
   } catch (const ir::DslError &e) {
-    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    reportPassError(diag, r.program->ir().sources, e, unit.program->loc);
     return false;
   } catch (const plan::PlanError &e) {
+    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
+    return false;
+  } catch (const std::logic_error &e) { // the IR verifier (--verify-ir-each): a compiler bug
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
@@ -227,10 +274,11 @@ private:
 
 /// Writes the output; false (reported on `err`) if streaming the plan failed, which
 /// backend::prepareStream rules out for every error it knows of.
-bool writeOutput(Output &output, bool compact, std::ostream &os, llvm::raw_ostream &err) {
+bool writeOutput(Output &output, bool compact, const std::string &sourceMapFile, std::ostream &os,
+                 llvm::raw_ostream &err) {
   try {
     if (output.program)
-      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2);
+      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2, output.sourceMap.get());
     else if (output.plan)
       plan::writePlan(os, *output.plan, compact ? -1 : 2);
     else
@@ -241,6 +289,15 @@ bool writeOutput(Output &output, bool compact, std::ostream &os, llvm::raw_ostre
     return false;
   }
   os.flush();
+  if (output.sourceMap) {
+    std::error_code ec;
+    llvm::raw_fd_ostream map(sourceMapFile, ec);
+    if (ec) {
+      err << "mscclc: error: cannot write source map '" << sourceMapFile << "': " << ec.message() << "\n";
+      return false;
+    }
+    output.sourceMap->writeJson(map);
+  }
   return true;
 }
 
@@ -331,6 +388,12 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   o.noFusion = mo.noFusion;
   o.noAutoSync = mo.noAutoSync;
   o.noVerify = mo.noVerify;
+  o.verifyIrEach = mo.verifyIrEach;
+  o.sourceMapFile = mo.sourceMap;
+  if (!mo.sourceMap.empty() && mo.emit != Emit::Json) {
+    diag.report(llvm::SMLoc(), DiagId::err_bad_argument, {"--source-map", "only with --emit=json"});
+    return false;
+  }
   for (auto &p : o.printAfter)
     if (p != "all" && !passes::isPassName(p)) {
       std::vector<std::string> names{"all"};
@@ -406,7 +469,7 @@ int emitOutput(Output &output, const MscclcOptions &mo, diag::DiagEngine &diag, 
   if (mo.output.empty() || mo.output == "-") {
     RawStreamBuf buf(out);
     std::ostream os(&buf);
-    bool written = writeOutput(output, mo.compact, os, err);
+    bool written = writeOutput(output, mo.compact, mo.sourceMap, os, err);
     out.flush();
     return written ? 0 : 1;
   }
@@ -415,7 +478,7 @@ int emitOutput(Output &output, const MscclcOptions &mo, diag::DiagEngine &diag, 
     diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, std::strerror(errno)});
     return 1;
   }
-  bool written = writeOutput(output, mo.compact, file, err);
+  bool written = writeOutput(output, mo.compact, mo.sourceMap, file, err);
   file.close();
   if (!written)
     return 1;

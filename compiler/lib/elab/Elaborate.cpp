@@ -209,6 +209,8 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
     in.setProgram(result.program.get());
     in.runBody(prog->body, prog->numSlots);
     checkPlanSize(*result.program, prog->loc, opts.maxPlanSize);
+    result.program->ir().sources.shrinkToFit(); // no more op locations come
+
   } catch (const EvalError &e) {
     report(diag, e);
     result.program.reset();

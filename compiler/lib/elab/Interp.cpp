@@ -45,6 +45,63 @@ void Interp::fail(SMLoc loc, DiagId id, std::vector<std::string> args) {
   throw e;
 }
 
+uint32_t Interp::sourceRecord(ir::SourceTable &t, SMLoc loc) {
+  // Frames entered (or loops advanced) since the last record are not recorded; they are innermost.
+  size_t keep = ctx_.size();
+  while (keep > 0 && !ctx_[keep - 1].recorded)
+    --keep;
+  newFrames_.clear();
+  frameTexts_.clear();
+  frameTexts_.reserve(ctx_.size() - keep); // NewFrame::text points here
+  auto site = [&](const void *node, ir::SourceContext::Kind kind, SMLoc l, const std::string &name) {
+    auto [it, inserted] = sourceSites_.try_emplace(node, 0);
+    if (inserted)
+      it->second = t.addSite(kind, l, name);
+    return it->second;
+  };
+  for (size_t i = keep; i < ctx_.size(); ++i) {
+    Ctx &c = ctx_[i];
+    ir::SourceTable::NewFrame nf;
+    switch (c.kind) {
+    case Ctx::For: {
+      auto *f = static_cast<const ForStmt *>(c.node);
+      if (!sourceSites_.count(f)) {
+        std::string vars;
+        for (size_t k = 0; k < f->vars.size(); ++k)
+          vars += (k ? ", " : "") + names().str(f->vars[k].name);
+        site(f, ir::SourceContext::For, f->loc, f->vars.size() > 1 ? "(" + vars + ")" : vars);
+      }
+      nf.site = sourceSites_[f];
+      const Value &v0 = c.frame[f->vars[0].slot];
+      if (f->vars.size() == 1 && v0.isInt()) {
+        nf.value = v0.asInt();
+      } else {
+        std::string vals;
+        for (size_t k = 0; k < f->vars.size(); ++k)
+          vals += (k ? ", " : "") + toString(c.frame[f->vars[k].slot], true);
+        frameTexts_.push_back(f->vars.size() > 1 ? "(" + vals + ")" : vals);
+        nf.text = &frameTexts_.back();
+      }
+      break;
+    }
+    case Ctx::Call: {
+      auto *call = static_cast<const CallExpr *>(c.node);
+      nf.site = site(call, ir::SourceContext::Call, call->loc, names().str(call->callee->name));
+      break;
+    }
+    case Ctx::With:
+      nf.site = site(c.node, ir::SourceContext::With, static_cast<const WithStmt *>(c.node)->loc, "");
+      break;
+    case Ctx::Param: // the use differs from one evaluation to the next: a site each time (rare)
+      nf.site = t.addSite(ir::SourceContext::Param, c.loc, names().str(static_cast<const ParamDecl *>(c.node)->name));
+      break;
+    }
+    newFrames_.push_back(nf);
+    c.recorded = true;
+  }
+  return t.add(loc, keep, newFrames_);
+}
+
 ir::Program &Interp::program(SMLoc loc) {
   if (!program_)
     failDsl(loc, std::string(ir::kNoProgramInContext));
@@ -155,6 +212,7 @@ Interp::Flow Interp::exec(const Stmt *s) {
     Flow f = exec(x->body);
     ctx_.pop_back();
     try {
+      p.setSource(x->loc); // the pipeline ops come from the `with` statement
       p.exitPipeline();
     } catch (const ir::DslError &e) {
       failDsl(x->context->loc, e.what());
@@ -185,6 +243,7 @@ Interp::Flow Interp::execFor(const ForStmt *f) {
   ctx_.push_back({Ctx::For, f, fp_});
   Flow result = Flow::Normal;
   auto body = [&]() -> bool { // false: stop the loop
+    ctx_.back().recorded = false; // new loop values: a new frame in the next op's source record
     tick(f->loc);
     Flow fl = exec(f->body);
     if (fl == Flow::Break)

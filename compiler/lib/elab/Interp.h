@@ -11,7 +11,9 @@
 #include "msccl/elab/Check.h"
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Value.h"
+#include "msccl/ir/IR.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
 namespace msccl::elab {
@@ -39,7 +41,15 @@ public:
   void setParam(uint32_t index, Value v) { params_[index] = std::move(v); paramState_[index] = 2; }
   Value evalGlobal(const ast::Expr *e); ///< with an empty frame
   void runBody(const ast::Block &body, uint32_t numSlots);
-  void setProgram(ir::Program *p) { program_ = p; }
+  void setProgram(ir::Program *p) {
+    program_ = p;
+    if (p)
+      p->setContextProvider([this](ir::SourceTable &t, llvm::SMLoc loc) { return sourceRecord(t, loc); });
+  }
+  /// Adds the record of a DSL call at `loc` to `t` with the dynamic-context frames (loops,
+  /// calls, `with`, params): those recorded before and unchanged since are shared with the
+  /// previous record, the others are added (ir::Program::setContextProvider). Returns its id.
+  uint32_t sourceRecord(ir::SourceTable &t, llvm::SMLoc loc);
 
   [[noreturn]] void fail(llvm::SMLoc loc, diag::DiagId id, std::vector<std::string> args = {});
   [[noreturn]] void failDsl(llvm::SMLoc loc, const std::string &message) { fail(loc, diag::DiagId::err_dsl, {message}); }
@@ -110,6 +120,7 @@ private:
     const void *node;
     Value *frame;
     llvm::SMLoc loc = llvm::SMLoc(); ///< Param: where it was first used
+    bool recorded = false;           ///< In the last record of the program's SourceTable, unchanged
   };
 
   const Unit &unit_;
@@ -118,6 +129,9 @@ private:
   ir::Program *program_ = nullptr;
   Value *fp_ = nullptr; ///< current frame
   std::vector<Ctx> ctx_;
+  llvm::DenseMap<const void *, uint32_t> sourceSites_; ///< AST node -> SourceTable site
+  std::vector<ir::SourceTable::NewFrame> newFrames_;
+  std::vector<std::string> frameTexts_;
   std::vector<Value> params_;
   std::vector<uint8_t> paramState_; ///< 0 = not evaluated, 1 = evaluating, 2 = done
   Value retVal_;

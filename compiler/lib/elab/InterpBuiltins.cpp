@@ -381,6 +381,8 @@ Value Interp::methodCall(const MethodCallExpr *m) {
 }
 
 Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const ArgLocs &locs, SMLoc loc) {
+  if (program_ && self.kind() == ValueKind::Object)
+    program_->setSource(loc); // the ops this DSL call adds come from here
   const auto &b = builtins();
   const MethodInfo &mi = b.method(id);
   ArgCtx ac{&b.cls(mi.cls).name, &mi.name, &mi.params, loc};

@@ -109,6 +109,7 @@ llvm::SmallVector<TbTarget, 1> Program::Impl::resolveTbs(std::optional<int64_t> 
 }
 
 void Program::Impl::addOperation(int64_t rank, uint32_t tb, Op op) {
+  if (!op.source) op.source = currentSource();
   if (inPipeline) {
     collected.push_back({uint32_t(rank), tb, std::move(op)});
     return;
@@ -118,7 +119,8 @@ void Program::Impl::addOperation(int64_t rank, uint32_t tb, Op op) {
   else t.ops.push_back(std::move(op));
 }
 
-void Program::Impl::addOperationCopy(int64_t rank, uint32_t tb, const Op &op) {
+void Program::Impl::addOperationCopy(int64_t rank, uint32_t tb, Op &op) {
+  if (!op.source) op.source = currentSource();
   if (!inPipeline) {
     auto &t = gpu(rank).tb(tb);
     if (t.ops.empty()) {
@@ -130,32 +132,18 @@ void Program::Impl::addOperationCopy(int64_t rank, uint32_t tb, const Op &op) {
 }
 
 Op &Program::Impl::freshOp() {
-  Op &op = scratchOp;
-  op.kind = OpKind::Nop;
-  op.dataSync = SyncType::None;
-  op.channelType = ChannelType::None;
-  op.reduceOp = ReduceOperationType::Sum;
-  op.tbg.reset();
-  op.syncChannelIds = PySet();
-  op.channelIds.clear();
-  op.ids.clear();
-  op.barrierId = 0;
-  op.numThreadblocks = 0;
-  op.localSrc.clear();
-  op.localDst.clear();
-  op.localPktDst.clear();
-  op.remoteSrc.clear();
-  op.remoteDst.clear();
-  op.switchBuffer = BufferType::Input;
-  op.bufferOffset = 0;
-  op.switchSize = 0;
-  op.userChunk = Chunk{};
-  op.srcIndex.clear();
-  op.dstIndex.clear();
-  op.unit = 0;
-  op.numChunks = 0;
-  op.ops.clear();
-  return op;
+  resetOp(scratchOp);
+  return scratchOp;
+}
+
+void Program::setSource(llvm::SMLoc loc) {
+  impl_->sourceLoc = loc;
+  impl_->sourcePending = loc.isValid();
+  impl_->sourceId = 0;
+}
+
+void Program::setContextProvider(std::function<uint32_t(SourceTable &, llvm::SMLoc)> provider) {
+  impl_->contextProvider = std::move(provider);
 }
 
 // --- program.py CollectiveProgram ------------------------------------------------------

@@ -54,18 +54,13 @@ void emitTransfer(Program::Impl &im, OpKind kind, ChannelType ct, uint32_t chann
 
 void emitSync(Program::Impl &im, OpKind kind, ChannelType ct, uint32_t channelId, int64_t srcRank, int64_t tb, SyncType ds) {
   uint32_t t = Program::Impl::checkTb(tb);
-  auto &tbIR = im.gpu(srcRank).tb(t);
-  uint32_t chLocal = tbIR.addChannel(ct, channelId);
-  if (!im.inPipeline && tbIR.ops.empty()) { // what addOperation would pack, without the Op
-    packSyncOp(tbIR.packed, kind, ct, ds, chLocal);
-    return;
-  }
-  Op op;
+  uint32_t chLocal = im.gpu(srcRank).tb(t).addChannel(ct, channelId);
+  Op &op = im.freshOp();
   op.kind = kind;
   op.syncChannelIds = PySet::single(chLocal);
   op.channelType = ct;
   op.dataSync = ds;
-  im.addOperation(srcRank, t, std::move(op));
+  im.addOperationCopy(srcRank, t, op);
 }
 
 // MemoryChannel/PortChannel read_put_packets (identical checks).

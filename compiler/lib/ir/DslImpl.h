@@ -3,6 +3,7 @@
 
 #include "msccl/ir/IR.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -42,21 +43,41 @@ struct Program::Impl {
 
   /// program.py add_operation: to the tb, or to the active pipeline collector.
   void addOperation(int64_t rank, uint32_t tb, Op op);
-  /// addOperation() of a copy of `op` (packs it without copying when it can).
-  void addOperationCopy(int64_t rank, uint32_t tb, const Op &op);
+  /// addOperation() of a copy of `op` (packs it without copying when it can); sets op.source.
+  void addOperationCopy(int64_t rank, uint32_t tb, Op &op);
   /// A default Op that keeps the capacity of its vectors between uses (no allocation per op);
   /// valid until the next call.
   Op &freshOp();
+  /// The source id of the current DSL call (Program::setSource), interned on first use.
+  uint32_t currentSource() {
+    if (sourcePending) {
+      sourcePending = false;
+      sourceId = contextProvider ? contextProvider(ir.sources, sourceLoc) : ir.sources.add(sourceLoc, 0, {});
+    }
+    return sourceId;
+  }
+  llvm::SMLoc sourceLoc;
+  uint32_t sourceId = 0;
+  bool sourcePending = false;
+  std::function<uint32_t(SourceTable &, llvm::SMLoc)> contextProvider;
   Op scratchOp;
   /// Check a tb id (ours: >= 0 and < 65536).
   static uint32_t checkTb(int64_t tb);
   /// The tb / tb_group rule; `valueError` only changes nothing but documents read_put_packets.
   static llvm::SmallVector<TbTarget, 1> resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group);
-  void countSignal(int64_t src, int64_t dst, ChannelType t) { ++signalWaitEntry(src, dst, t).first; }
-  void countWait(int64_t src, int64_t dst, ChannelType t) { ++signalWaitEntry(dst, src, t).second; }
+  void countSignal(int64_t src, int64_t dst, ChannelType t) {
+    auto &e = signalWaitEntry(src, dst, t);
+    ++e.signals;
+    e.lastSignal = currentSource();
+  }
+  void countWait(int64_t src, int64_t dst, ChannelType t) {
+    auto &e = signalWaitEntry(dst, src, t);
+    ++e.waits;
+    e.lastWait = currentSource();
+  }
   /// ir.signalWait[{src, dst, t}], found through a table of its (stable) std::map nodes indexed
   /// by (src, dst, t) when the program has at most 256 ranks.
-  std::pair<int64_t, int64_t> &signalWaitEntry(int64_t src, int64_t dst, ChannelType t) {
+  SignalWaitCount &signalWaitEntry(int64_t src, int64_t dst, ChannelType t) {
     const int64_t n = numRanks();
     const unsigned ti = unsigned(t);
     if (signalWaitNodes > ir.signalWait.size()) { // the map was changed from outside
@@ -72,7 +93,7 @@ struct Program::Impl {
     }
     return *node;
   }
-  std::vector<std::pair<int64_t, int64_t> *> signalWaitTable;
+  std::vector<SignalWaitCount *> signalWaitTable;
   size_t signalWaitNodes = 0;
 };
 

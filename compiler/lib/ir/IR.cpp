@@ -1,6 +1,7 @@
 //===- IR.cpp - Registration helpers and the text printer of the IR ---------------------===//
 #include "msccl/ir/IR.h"
 
+#include <algorithm>
 #include <ostream>
 #include <sstream>
 
@@ -96,6 +97,144 @@ uint32_t GpuIR::addRemoteBuffer(int64_t rank, BufferType type, ChannelType acces
   return id;
 }
 
+// --- SourceTable: the compact log of op locations --------------------------------------
+
+namespace {
+constexpr uint32_t kCheckpoint = 16; // records 1, 17, 33, ... are written in full
+
+void putU(std::vector<uint8_t> &out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(uint8_t(v) | 0x80);
+    v >>= 7;
+  }
+  out.push_back(uint8_t(v));
+}
+template <class Next> uint64_t getU(Next &&next) {
+  uint64_t v = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    uint8_t b = next();
+    v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+}
+uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t unzigzag(uint64_t z) { return int64_t(z >> 1) ^ -int64_t(z & 1); }
+} // namespace
+
+SourceTable &SourceTable::operator=(const SourceTable &o) {
+  if (this == &o) return *this;
+  sites_ = o.sites_;
+  texts_ = o.texts_;
+  blocks_.clear();
+  for (auto &b : o.blocks_) {
+    blocks_.push_back(std::make_unique<uint8_t[]>(kBlock));
+    std::copy(b.get(), b.get() + kBlock, blocks_.back().get());
+  }
+  size_ = o.size_;
+  index_ = o.index_;
+  count_ = o.count_;
+  lastLoc_ = o.lastLoc_;
+  stack_ = o.stack_;
+  return *this;
+}
+
+uint32_t SourceTable::addSite(SourceContext::Kind kind, llvm::SMLoc loc, std::string name) {
+  sites_.push_back(Site{kind, loc, std::move(name)});
+  return uint32_t(sites_.size() - 1);
+}
+
+uint32_t SourceTable::add(llvm::SMLoc loc, size_t keep, const std::vector<NewFrame> &frames) {
+  const uint32_t id = ++count_;
+  if (keep > stack_.size()) keep = stack_.size();
+  stack_.resize(keep);
+  size_t firstNew = keep;
+  for (auto &f : frames) {
+    uint64_t v;
+    if (f.text) {
+      texts_.push_back(*f.text);
+      v = (uint64_t(texts_.size() - 1) << 1) | 1;
+    } else {
+      v = zigzag(f.value) << 1;
+    }
+    stack_.push_back({f.site, v});
+  }
+  const uintptr_t addr = uintptr_t(loc.getPointer());
+  if ((id - 1) % kCheckpoint == 0) { // in full: absolute address, no shared frames
+    index_.push_back(size_);
+    lastLoc_ = 0;
+    firstNew = 0;
+  }
+  std::vector<uint8_t> &r = record_;
+  r.clear();
+  putU(r, zigzag(int64_t(addr - lastLoc_)));
+  lastLoc_ = addr;
+  const size_t n = stack_.size() - firstNew; // header: shared frames * 8 + min(new frames, 7)
+  putU(r, firstNew * 8 + (n < 7 ? n : 7));
+  if (n >= 7) putU(r, n - 7);
+  for (size_t i = firstNew; i < stack_.size(); ++i) {
+    putU(r, stack_[i].first);
+    putU(r, stack_[i].second);
+  }
+  for (uint8_t b : r) {
+    if (size_ % kBlock == 0) blocks_.push_back(std::make_unique<uint8_t[]>(kBlock));
+    blocks_.back()[size_ % kBlock] = b;
+    ++size_;
+  }
+  return id;
+}
+
+std::optional<OpSource> SourceTable::resolve(uint32_t id) const {
+  if (id == 0 || id > count_) return std::nullopt;
+  const uint32_t first = (id - 1) / kCheckpoint * kCheckpoint + 1;
+  size_t off = size_t(index_[(id - 1) / kCheckpoint]);
+  auto p = [&] { return at(off++); };
+  uintptr_t addr = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> stack;
+  for (uint32_t r = first; r <= id; ++r) {
+    addr += uintptr_t(unzigzag(getU(p)));
+    uint64_t h = getU(p);
+    stack.resize(size_t(h >> 3));
+    size_t n = size_t(h & 7) == 7 ? 7 + size_t(getU(p)) : size_t(h & 7);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t site = uint32_t(getU(p));
+      stack.push_back({site, getU(p)});
+    }
+  }
+  OpSource out;
+  out.loc = llvm::SMLoc::getFromPointer(reinterpret_cast<const char *>(addr));
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+    const Site &s = sites_[it->first];
+    SourceContext c;
+    c.kind = s.kind;
+    c.loc = s.loc;
+    c.name = s.name;
+    if (s.kind == SourceContext::For)
+      c.value = (it->second & 1) ? texts_[size_t(it->second >> 1)] : std::to_string(unzigzag(it->second >> 1));
+    out.frames.push_back(std::move(c));
+  }
+  return out;
+}
+
+void SourceTable::shrinkToFit() {
+  index_.shrink_to_fit();
+  record_ = std::vector<uint8_t>();
+}
+
+llvm::SMLoc SourceTable::loc(uint32_t id) const {
+  if (id == 0 || id > count_) return llvm::SMLoc();
+  const uint32_t first = (id - 1) / kCheckpoint * kCheckpoint + 1;
+  size_t off = size_t(index_[(id - 1) / kCheckpoint]);
+  auto p = [&] { return at(off++); };
+  uintptr_t addr = 0;
+  for (uint32_t r = first; r <= id; ++r) {
+    addr += uintptr_t(unzigzag(getU(p)));
+    uint64_t h = getU(p);
+    size_t n = size_t(h & 7) == 7 ? 7 + size_t(getU(p)) : size_t(h & 7);
+    for (size_t i = 0; i < 2 * n; ++i) (void)getU(p);
+  }
+  return llvm::SMLoc::getFromPointer(reinterpret_cast<const char *>(addr));
+}
+
 // --- Printer ---------------------------------------------------------------------------
 
 namespace {
@@ -177,8 +316,12 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
   const auto &o = ir.options;
   os << "program " << (o.name ? *o.name : std::string("<none>")) << " collective=" << o.collective.name
      << " ranks=" << o.numRanks << " instances=" << o.instances << " protocol=" << o.protocol
-     << (ir.processed ? " (processed)" : "") << '\n';
-  for (auto &g : ir.gpus) {
+     << '\n';
+  for (auto &g : ir.gpus) printGpuIR(os, g);
+}
+
+void printGpuIR(std::ostream &os, const GpuIR &g) {
+  {
     os << "rank " << g.id << ": input=" << g.inputChunks << " output=" << g.outputChunks << " scratch=" << g.scratchChunks << '\n';
     for (auto t : g.channelTypeOrder) {
       os << "  channels " << plan::channelTypeName(t) << " -> ";
@@ -206,6 +349,12 @@ void printIR(std::ostream &os, const ProgramIR &ir) {
       else printOps(os, allOps(tb), 4);
     }
   }
+}
+
+std::string printGpuIR(const GpuIR &gpu) {
+  std::ostringstream os;
+  printGpuIR(os, gpu);
+  return os.str();
 }
 
 std::string printIR(const ProgramIR &ir) {

@@ -2,55 +2,25 @@
 //
 // Consumes ir::Op values as the DSL adds them; produces PackedOps (a byte string) and decodes
 // it back. Guarantees decode(encode(op)) == op field by field, PySet tables slot by slot (so
-// set iteration order is kept). Layout of one op: kind byte, a varint of field flags, then the
-// present fields in flag order: small enums as bytes, unsigned values as LEB128 varints,
-// signed ones zigzag-encoded; a pipeline's inner ops follow recursively.
+// set iteration order is kept). Layout of one op: kind byte, a varint of presence bits (bit i:
+// field i of OpFields.def differs from its default), then the present fields in that order:
+// small enums as bytes, unsigned values as LEB128 varints, signed ones zigzag-encoded, lists as
+// a count and their elements; a pipeline's inner ops follow recursively. The encoder, decoder
+// and resetOp() are generated from OpFields.def: they cannot disagree with the struct.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/ir/IR.h"
 
 #include <stdexcept>
+#include <type_traits>
 
 namespace msccl::ir {
 
 namespace {
 
-enum Flag : uint32_t {
-  // The flags of the common ops (sync, put, reduce) come first: one or two varint bytes.
-  kChannelType = 1u << 0,
-  kSyncSingle = 1u << 1, ///< syncChannelIds is exactly PySet::single(k): only k is stored
-  kDataSync = 1u << 2,
-  kChannelIds = 1u << 3,
-  kLocalSrc = 1u << 4,
-  kRemoteDst = 1u << 5,
-  kLocalDst = 1u << 6,
-  kRemoteSrc = 1u << 7,
-  kTbg = 1u << 8,
-  kReduceOp = 1u << 9,
-  kSyncSet = 1u << 10,   ///< any other syncChannelIds table, slot by slot
-  kSemIds = 1u << 11,
-  kBarrier = 1u << 12,
-  kLocalPktDst = 1u << 13,
-  kSwitch = 1u << 14,
-  kSrcIndex = 1u << 15,
-  kDstIndex = 1u << 16,
-  kLoop = 1u << 17,
-  kInner = 1u << 18,
-};
-
-/// Whether `s` has exactly the table of PySet::single(k) for its one key k.
-bool isSingle(const PySet &s, uint32_t &key) {
-  if (s.size() != 1 || s.rawTableSize() != 8) return false;
-  for (size_t i = 0; i < 8; ++i)
-    if (s.rawSlot(i) >= 0) {
-      key = uint32_t(s.rawSlot(i));
-      return (key & 7) == i;
-    }
-  return false;
-}
-
 struct Writer {
   std::vector<uint8_t> &out;
+  uint32_t &lastSource; ///< Op::source is written as the difference to the previous one
   void byte(uint8_t b) { out.push_back(b); }
   void u(uint64_t v) {
     while (v >= 0x80) {
@@ -65,6 +35,7 @@ struct Writer {
 struct Reader {
   const uint8_t *p;
   const uint8_t *end;
+  uint32_t lastSource = 0;
   uint8_t byte() {
     if (p == end) throw std::logic_error("PackedOps: truncated op encoding");
     return *p++;
@@ -83,178 +54,173 @@ struct Reader {
   }
 };
 
-// A local chunk is (type, index, size); a remote chunk adds its tb-local buffer id.
-template <class C> void writeChunk(Writer &w, const C &c) {
-  w.byte(uint8_t(c.type));
+void encode(Writer &w, const Op &op);
+void decode(Reader &r, Op &op);
+
+// --- Per-type field codecs: isDefault / put / get / reset --------------------------------
+
+template <class T> struct IsList : std::false_type {};
+template <class T> struct IsList<std::vector<T>> : std::true_type {};
+template <class T, unsigned N> struct IsList<llvm::SmallVector<T, N>> : std::true_type {};
+
+template <class T> bool isDefault(const T &v, const T &init) {
+  if constexpr (IsList<T>::value) return v.empty();
+  else return v == init;
+}
+bool isDefault(const PySet &v, const PySet &) { return v.rawTableSize() == 0; }
+
+template <class T> void reset(T &v, const T &init) {
+  if constexpr (IsList<T>::value) v.clear(); // keeps the capacity
+  else v = init;
+}
+
+// Enums of one byte.
+template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void put(Writer &w, E v) {
+  static_assert(sizeof(E) == 1, "enum fields are encoded as one byte");
+  w.byte(uint8_t(v));
+}
+template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void get(Reader &r, E &v) { v = E(r.byte()); }
+void put(Writer &w, uint32_t v) { w.u(v); }
+void get(Reader &r, uint32_t &v) { v = uint32_t(r.u()); }
+void put(Writer &w, int64_t v) { w.s(v); }
+void get(Reader &r, int64_t &v) { v = r.s(); }
+void put(Writer &w, const LocalChunk &c) {
+  put(w, c.type);
   w.s(c.index);
   w.s(c.size);
 }
-template <class C> void readChunk(Reader &r, C &c) {
-  c.type = BufferType(r.byte());
+void get(Reader &r, LocalChunk &c) {
+  get(r, c.type);
   c.index = r.s();
   c.size = r.s();
 }
-void writeLocal(Writer &w, const LocalChunkList &v) {
-  w.u(v.size());
-  for (auto &c : v)
-    writeChunk(w, c);
+void put(Writer &w, const RemoteChunk &c) {
+  put(w, c.type);
+  w.s(c.index);
+  w.s(c.size);
+  w.u(c.bufferId);
 }
-void readLocal(Reader &r, LocalChunkList &v) {
-  v.resize(size_t(r.u()));
-  for (auto &c : v)
-    readChunk(r, c);
+void get(Reader &r, RemoteChunk &c) {
+  get(r, c.type);
+  c.index = r.s();
+  c.size = r.s();
+  c.bufferId = uint32_t(r.u());
 }
-void writeRemote(Writer &w, const RemoteChunkList &v) {
-  w.u(v.size());
-  for (auto &c : v) {
-    writeChunk(w, c);
-    w.u(c.bufferId);
+void put(Writer &w, const Chunk &c) {
+  w.s(c.rank);
+  put(w, c.buffer);
+  w.s(c.index);
+  w.s(c.size);
+}
+void get(Reader &r, Chunk &c) {
+  c.rank = r.s();
+  get(r, c.buffer);
+  c.index = r.s();
+  c.size = r.s();
+}
+void put(Writer &w, const std::optional<TbgInfo> &t) { // present (not nullopt) when encoded
+  w.u(t->tbId);
+  w.u(t->tbgSize);
+}
+void get(Reader &r, std::optional<TbgInfo> &t) {
+  TbgInfo v;
+  v.tbId = uint32_t(r.u());
+  v.tbgSize = uint32_t(r.u());
+  t = v;
+}
+void put(Writer &w, const Op &op) { encode(w, op); }
+void get(Reader &r, Op &op) { decode(r, op); }
+
+/// Whether `s` has exactly the table of PySet::single(k) for its one key k.
+bool isSingle(const PySet &s, uint32_t &key) {
+  if (s.size() != 1 || s.rawTableSize() != 8) return false;
+  for (size_t i = 0; i < 8; ++i)
+    if (s.rawSlot(i) >= 0) {
+      key = uint32_t(s.rawSlot(i));
+      return (key & 7) == i;
+    }
+  return false;
+}
+// A PySet: key*2 when it is PySet::single(key) (the common case: one signal/wait); otherwise
+// table size*2+1, the number of keys, and the table slot by slot.
+void put(Writer &w, const PySet &set) {
+  uint32_t single = 0;
+  if (isSingle(set, single)) {
+    w.u(uint64_t(single) << 1);
+    return;
   }
+  w.u((uint64_t(set.rawTableSize()) << 1) | 1);
+  w.u(set.size());
+  for (size_t i = 0; i < set.rawTableSize(); ++i) w.u(uint64_t(set.rawSlot(i) + 1)); // empty (-1) -> 0
 }
-void readRemote(Reader &r, RemoteChunkList &v) {
-  v.resize(size_t(r.u()));
-  for (auto &c : v) {
-    readChunk(r, c);
-    c.bufferId = uint32_t(r.u());
+void get(Reader &r, PySet &set) {
+  uint64_t head = r.u();
+  if (!(head & 1)) {
+    set = PySet::single(uint32_t(head >> 1));
+    return;
   }
+  size_t tableSize = size_t(head >> 1);
+  std::vector<int64_t> slots(tableSize);
+  size_t used = size_t(r.u());
+  for (auto &k : slots) k = int64_t(r.u()) - 1;
+  set = PySet::fromRaw(slots, used);
 }
-template <class V> void writeUnsigned(Writer &w, const V &v) {
+// Lists: the count, then the elements.
+template <class V, std::enable_if_t<IsList<V>::value, int> = 0> void put(Writer &w, const V &v) {
   w.u(v.size());
-  for (auto x : v) w.u(x);
+  for (auto &x : v) put(w, x);
 }
-template <class V> void readUnsigned(Reader &r, V &v) {
+template <class V, std::enable_if_t<IsList<V>::value, int> = 0> void get(Reader &r, V &v) {
   v.resize(size_t(r.u()));
-  for (auto &x : v) x = std::remove_reference_t<decltype(x)>(r.u());
+  for (auto &x : v) get(r, x);
 }
-void writeSigned(Writer &w, const std::vector<int64_t> &v) {
-  w.u(v.size());
-  for (auto x : v) w.s(x);
+
+// Fields with an encoding of their own: Op::source, as the difference to the previous op's
+// source in the same PackedOps (the ops of a threadblock come from increasing DSL calls).
+template <unsigned Field> struct FieldTag {};
+template <unsigned Field, class T> void putField(Writer &w, const T &v, FieldTag<Field>) { put(w, v); }
+template <unsigned Field, class T> void getField(Reader &r, T &v, FieldTag<Field>) { get(r, v); }
+
+// --- The generated op codec ------------------------------------------------------------
+
+enum FieldIndex : unsigned {
+#define OP_FIELD(Type, name, init, doc) kField_##name,
+#include "msccl/ir/OpFields.def"
+  kNumFields
+};
+static_assert(kNumFields <= 64, "presence bits are one 64-bit varint");
+
+void putField(Writer &w, const uint32_t &v, FieldTag<kField_source>) {
+  w.s(int64_t(v) - int64_t(w.lastSource));
+  w.lastSource = v;
 }
-void readSigned(Reader &r, std::vector<int64_t> &v) {
-  v.resize(size_t(r.u()));
-  for (auto &x : v) x = r.s();
+void getField(Reader &r, uint32_t &v, FieldTag<kField_source>) {
+  v = uint32_t(int64_t(r.lastSource) + r.s());
+  r.lastSource = v;
 }
 
 void encode(Writer &w, const Op &op) {
-  uint32_t f = 0;
-  if (op.dataSync != SyncType::None) f |= kDataSync;
-  if (op.channelType != ChannelType::None) f |= kChannelType;
-  if (op.reduceOp != ReduceOperationType::Sum) f |= kReduceOp;
-  if (op.tbg) f |= kTbg;
-  uint32_t single = 0;
-  if (isSingle(op.syncChannelIds, single)) f |= kSyncSingle;
-  else if (op.syncChannelIds.rawTableSize() != 0) f |= kSyncSet;
-  if (!op.channelIds.empty()) f |= kChannelIds;
-  if (!op.ids.empty()) f |= kSemIds;
-  if (op.barrierId || op.numThreadblocks) f |= kBarrier;
-  if (!op.localSrc.empty()) f |= kLocalSrc;
-  if (!op.localDst.empty()) f |= kLocalDst;
-  if (!op.localPktDst.empty()) f |= kLocalPktDst;
-  if (!op.remoteSrc.empty()) f |= kRemoteSrc;
-  if (!op.remoteDst.empty()) f |= kRemoteDst;
-  if (op.switchBuffer != BufferType::Input || op.bufferOffset || op.switchSize || op.userChunk != Chunk{}) f |= kSwitch;
-  if (!op.srcIndex.empty()) f |= kSrcIndex;
-  if (!op.dstIndex.empty()) f |= kDstIndex;
-  if (op.unit || op.numChunks) f |= kLoop;
-  if (!op.ops.empty()) f |= kInner;
-
+  uint64_t present = 0;
+#define OP_FIELD(Type, name, init, doc)                                                                                \
+  {                                                                                                                    \
+    static const Type d = init;                                                                                        \
+    if (!isDefault(op.name, d)) present |= uint64_t(1) << kField_##name;                                               \
+  }
+#include "msccl/ir/OpFields.def"
   w.byte(uint8_t(op.kind));
-  w.u(f);
-  if (f & kDataSync) w.byte(uint8_t(op.dataSync));
-  if (f & kChannelType) w.byte(uint8_t(op.channelType));
-  if (f & kReduceOp) w.byte(uint8_t(op.reduceOp));
-  if (f & kTbg) {
-    w.u(op.tbg->tbId);
-    w.u(op.tbg->tbgSize);
-  }
-  if (f & kSyncSingle) w.u(single);
-  if (f & kSyncSet) {
-    const PySet &set = op.syncChannelIds;
-    w.u(set.rawTableSize());
-    w.u(set.size());
-    for (size_t i = 0; i < set.rawTableSize(); ++i) w.u(uint64_t(set.rawSlot(i) + 1)); // empty (-1) -> 0
-  }
-  if (f & kChannelIds) writeUnsigned(w, op.channelIds);
-  if (f & kSemIds) writeUnsigned(w, op.ids);
-  if (f & kBarrier) {
-    w.u(op.barrierId);
-    w.u(op.numThreadblocks);
-  }
-  if (f & kLocalSrc) writeLocal(w, op.localSrc);
-  if (f & kLocalDst) writeLocal(w, op.localDst);
-  if (f & kLocalPktDst) writeLocal(w, op.localPktDst);
-  if (f & kRemoteSrc) writeRemote(w, op.remoteSrc);
-  if (f & kRemoteDst) writeRemote(w, op.remoteDst);
-  if (f & kSwitch) {
-    w.byte(uint8_t(op.switchBuffer));
-    w.s(op.bufferOffset);
-    w.s(op.switchSize);
-    w.s(op.userChunk.rank);
-    w.byte(uint8_t(op.userChunk.buffer));
-    w.s(op.userChunk.index);
-    w.s(op.userChunk.size);
-  }
-  if (f & kSrcIndex) writeSigned(w, op.srcIndex);
-  if (f & kDstIndex) writeSigned(w, op.dstIndex);
-  if (f & kLoop) {
-    w.s(op.unit);
-    w.s(op.numChunks);
-  }
-  if (f & kInner) {
-    w.u(op.ops.size());
-    for (auto &inner : op.ops) encode(w, inner);
-  }
+  w.u(present);
+#define OP_FIELD(Type, name, init, doc)                                                                                \
+  if (present & (uint64_t(1) << kField_##name)) putField(w, op.name, FieldTag<kField_##name>{});
+#include "msccl/ir/OpFields.def"
 }
 
+/// Decodes into `op`, which holds default values (a fresh or reset Op).
 void decode(Reader &r, Op &op) {
   op.kind = OpKind(r.byte());
-  uint32_t f = uint32_t(r.u());
-  if (f & kDataSync) op.dataSync = SyncType(r.byte());
-  if (f & kChannelType) op.channelType = ChannelType(r.byte());
-  if (f & kReduceOp) op.reduceOp = ReduceOperationType(r.byte());
-  if (f & kTbg) {
-    TbgInfo t;
-    t.tbId = uint32_t(r.u());
-    t.tbgSize = uint32_t(r.u());
-    op.tbg = t;
-  }
-  if (f & kSyncSingle) op.syncChannelIds = PySet::single(uint32_t(r.u()));
-  if (f & kSyncSet) {
-    std::vector<int64_t> slots(size_t(r.u()));
-    size_t used = size_t(r.u());
-    for (auto &k : slots) k = int64_t(r.u()) - 1;
-    op.syncChannelIds = PySet::fromRaw(slots, used);
-  }
-  if (f & kChannelIds) readUnsigned(r, op.channelIds);
-  if (f & kSemIds) readUnsigned(r, op.ids);
-  if (f & kBarrier) {
-    op.barrierId = uint32_t(r.u());
-    op.numThreadblocks = uint32_t(r.u());
-  }
-  if (f & kLocalSrc) readLocal(r, op.localSrc);
-  if (f & kLocalDst) readLocal(r, op.localDst);
-  if (f & kLocalPktDst) readLocal(r, op.localPktDst);
-  if (f & kRemoteSrc) readRemote(r, op.remoteSrc);
-  if (f & kRemoteDst) readRemote(r, op.remoteDst);
-  if (f & kSwitch) {
-    op.switchBuffer = BufferType(r.byte());
-    op.bufferOffset = r.s();
-    op.switchSize = r.s();
-    op.userChunk.rank = r.s();
-    op.userChunk.buffer = BufferType(r.byte());
-    op.userChunk.index = r.s();
-    op.userChunk.size = r.s();
-  }
-  if (f & kSrcIndex) readSigned(r, op.srcIndex);
-  if (f & kDstIndex) readSigned(r, op.dstIndex);
-  if (f & kLoop) {
-    op.unit = r.s();
-    op.numChunks = r.s();
-  }
-  if (f & kInner) {
-    op.ops.resize(size_t(r.u()));
-    for (auto &inner : op.ops) decode(r, inner);
-  }
+  uint64_t present = r.u();
+#define OP_FIELD(Type, name, init, doc)                                                                                \
+  if (present & (uint64_t(1) << kField_##name)) getField(r, op.name, FieldTag<kField_##name>{});
+#include "msccl/ir/OpFields.def"
 }
 
 template <class V> bool allNonNegative(const V &v) {
@@ -287,24 +253,21 @@ bool hasNonNegativeValues(const Op &op) {
   return true;
 }
 
+void resetOp(Op &op) {
+  op.kind = OpKind::Nop;
+#define OP_FIELD(Type, name, init, doc)                                                                                \
+  {                                                                                                                    \
+    static const Type d = init;                                                                                        \
+    reset(op.name, d);                                                                                                 \
+  }
+#include "msccl/ir/OpFields.def"
+}
+
 void packOp(PackedOps &packed, const Op &op) {
-  Writer w{packed.bytes};
+  Writer w{packed.bytes, packed.lastSource};
   encode(w, op);
   ++packed.count;
   if (packed.nonNegative && !hasNonNegativeValues(op)) packed.nonNegative = false;
-}
-
-void packSyncOp(PackedOps &packed, OpKind kind, ChannelType channelType, SyncType dataSync, uint32_t channel) {
-  Writer w{packed.bytes};
-  uint32_t f = kSyncSingle;
-  if (dataSync != SyncType::None) f |= kDataSync;
-  if (channelType != ChannelType::None) f |= kChannelType;
-  w.byte(uint8_t(kind));
-  w.u(f);
-  if (f & kDataSync) w.byte(uint8_t(dataSync));
-  if (f & kChannelType) w.byte(uint8_t(channelType));
-  w.u(channel);
-  ++packed.count; // no chunk or index: nonNegative unchanged
 }
 
 void decodeOps(const PackedOps &packed, std::vector<Op> &out) {

@@ -140,6 +140,7 @@ void resolveDataDependency(std::vector<Op> &ops) {
       bool added = false;
       for (auto &a : accesses)
         if (record.compute(a) && !added) {
+          nop.source = op.source; // the nop is there because of this op
           out.push_back(nop);
           added = true;
         }
@@ -149,10 +150,5 @@ void resolveDataDependency(std::vector<Op> &ops) {
   ops = std::move(out);
 }
 
-void resolveDataDependencyProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) resolveDataDependency(tb.ops);
-}
 
 } // namespace msccl::passes

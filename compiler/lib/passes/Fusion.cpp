@@ -105,7 +105,8 @@ SyncType pipelineDataSync(const Op &p) {
   return r;
 }
 
-bool combineOps(Op &acc, Op &next) {
+namespace {
+bool combine(Op &acc, Op &next) {
   const OpKind a = acc.kind, b = next.kind;
   switch (a) {
   case OpKind::Nop: // SyncOperation.__add__
@@ -188,6 +189,22 @@ bool combineOps(Op &acc, Op &next) {
   }
 }
 
+} // namespace
+
+bool combineOps(Op &acc, Op &next) {
+  // Locations: the fused op keeps the first op's source and records the merged ones in order
+  // (also when the merged op replaces the accumulated one, F2/F3). `next` is an original op:
+  // nothing was merged into it yet.
+  const uint32_t first = acc.source, merged = next.source;
+  SourceIdList fused = std::move(acc.fusedSources);
+  acc.fusedSources.clear();
+  const bool combined = combine(acc, next);
+  if (combined) acc.source = first;
+  acc.fusedSources = std::move(fused);
+  if (combined) acc.fusedSources.push_back(merged);
+  return combined;
+}
+
 void fuseOperations(std::vector<Op> &ops) {
   // In place: fused op number w is built in ops[w] (w <= i, so no unread op is overwritten).
   size_t i = 0, w = 0, n = ops.size();
@@ -203,10 +220,5 @@ void fuseOperations(std::vector<Op> &ops) {
   ops.erase(ops.begin() + std::ptrdiff_t(w), ops.end());
 }
 
-void fuseProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) fuseOperations(tb.ops);
-}
 
 } // namespace msccl::passes

@@ -3,9 +3,11 @@
 
 #include "msccl/passes/Dependency.h"
 #include "msccl/passes/Fusion.h"
+#include "msccl/passes/IRVerifier.h"
 #include "msccl/passes/Pairing.h"
-#include "msccl/passes/Replication.h"
 #include "msccl/passes/SyncInsertion.h"
+
+#include <stdexcept>
 
 namespace msccl::passes {
 
@@ -20,42 +22,35 @@ bool isPassName(std::string_view name) {
   return false;
 }
 
-void runPipelineInPlace(ir::ProgramIR &ir, const PipelineOptions &opts) {
-  auto after = [&](std::string_view name) {
-    if (opts.afterPass) opts.afterPass(name, ir);
-  };
-  ir::unpackOps(ir);
-  if (ir.processed) return; // already post-processed: running again must not replicate twice
+void checkProgram(const ir::ProgramIR &ir, const PipelineOptions &opts) {
   validateSignalWaitPairing(ir);
-  after("pairing");
-  // Python runs the per-tb passes GPU by GPU; they are independent per threadblock, so running
-  // each pass over all GPUs gives the same result and lets --print-after show a whole program.
-  if (ir.options.instrFusion && !opts.skipFusion) fuseProgram(ir);
-  after("fusion");
-  addDataSyncProgram(ir);
-  after("sync-insertion");
-  if (ir.options.autoSync && !opts.skipAutoSync) resolveDataDependencyProgram(ir);
-  after("dependency");
-  replicateInstances(ir);
-  ir.processed = true;
-  after("replication");
+  if (opts.afterPass) opts.afterPass("pairing", ir, nullptr);
 }
 
-void runGpuPasses(const ir::ProgramOptions &options, ir::GpuIR &gpu, const PipelineOptions &opts) {
-  const bool fuse = options.instrFusion && !opts.skipFusion;
-  const bool autoSync = options.autoSync && !opts.skipAutoSync;
+void runGpuPasses(const ir::ProgramIR &ir, ir::GpuIR &gpu, const PipelineOptions &opts) {
   ir::unpackOps(gpu);
-  for (auto &tb : gpu.threadblocks) {
-    if (fuse) fuseOperations(tb.ops);
-    addDataSync(tb.ops);
-    if (autoSync) resolveDataDependency(tb.ops);
-  }
-}
-
-ir::ProgramIR runPipeline(const ir::ProgramIR &in, const PipelineOptions &opts) {
-  ir::ProgramIR copy = in;
-  runPipelineInPlace(copy, opts);
-  return copy;
+  auto after = [&](const char *pass) {
+    if (opts.verifyEach) {
+      bool sources = false; // locations are required when the program has any (built from .msccl)
+      for (auto &tb : gpu.threadblocks)
+        for (auto &op : tb.ops) sources |= op.source != 0;
+      auto v = verifyGpu(gpu, sources);
+      if (!v.empty()) throw std::logic_error(std::string("IR verifier after ") + pass + ": " + v.front());
+    }
+    if (opts.afterPass && std::string_view(pass) != "elaboration") opts.afterPass(pass, ir, &gpu);
+  };
+  after("elaboration");
+  // The per-tb passes, in order; each is independent per threadblock.
+  if (ir.options.instrFusion && !opts.skipFusion)
+    for (auto &tb : gpu.threadblocks) fuseOperations(tb.ops);
+  after("fusion");
+  for (auto &tb : gpu.threadblocks) addDataSync(tb.ops);
+  after("sync-insertion");
+  if (ir.options.autoSync && !opts.skipAutoSync)
+    for (auto &tb : gpu.threadblocks) resolveDataDependency(tb.ops);
+  after("dependency");
+  // Replication is applied by lowering (backend::lowerGpuReplicated).
+  if (opts.afterPass) opts.afterPass("replication", ir, &gpu);
 }
 
 } // namespace msccl::passes

@@ -20,6 +20,7 @@ void addDataSync(std::vector<Op> &ops) {
     bool sync = isDataSyncOp(op.kind);
     bool before = sync && has(op.dataSync, SyncType::Before);
     bool after = sync && has(op.dataSync, SyncType::After);
+    nop.source = op.source; // the nops come from the op whose flags asked for them
     if (before) out.push_back(nop);
     out.push_back(std::move(op));
     if (after) out.push_back(nop);
@@ -27,10 +28,5 @@ void addDataSync(std::vector<Op> &ops) {
   ops = std::move(out);
 }
 
-void addDataSyncProgram(ProgramIR &ir) {
-  unpackOps(ir);
-  for (auto &g : ir.gpus)
-    for (auto &tb : g.threadblocks) addDataSync(tb.ops);
-}
 
 } // namespace msccl::passes

@@ -16,34 +16,29 @@ using namespace msccl;
 using namespace msccl::ir;
 
 namespace {
-/// Every field of `a` and `b` (recursively for pipelines), PySets by iteration order and size.
+void checkSame(const Op &a, const Op &b);
+
+// One comparison per field type; PySets by table slots and size (iteration order).
+template <class T> void checkField(const char *name, const T &a, const T &b) {
+  INFO("field " << name);
+  CHECK(a == b);
+}
+void checkField(const char *name, const PySet &a, const PySet &b) {
+  INFO("field " << name);
+  CHECK(a.rawSlots() == b.rawSlots());
+  CHECK(a.size() == b.size());
+}
+void checkField(const char *name, const std::vector<Op> &a, const std::vector<Op> &b) {
+  INFO("field " << name);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) checkSame(a[i], b[i]);
+}
+
+/// Every field of `a` and `b` (the list of OpFields.def, recursively for pipelines).
 void checkSame(const Op &a, const Op &b) {
   CHECK(a.kind == b.kind);
-  CHECK(a.dataSync == b.dataSync);
-  CHECK(a.channelType == b.channelType);
-  CHECK(a.reduceOp == b.reduceOp);
-  CHECK(a.tbg == b.tbg);
-  CHECK(a.syncChannelIds.rawSlots() == b.syncChannelIds.rawSlots());
-  CHECK(a.syncChannelIds.size() == b.syncChannelIds.size());
-  CHECK(a.channelIds == b.channelIds);
-  CHECK(a.ids == b.ids);
-  CHECK(a.barrierId == b.barrierId);
-  CHECK(a.numThreadblocks == b.numThreadblocks);
-  CHECK(a.localSrc == b.localSrc);
-  CHECK(a.localDst == b.localDst);
-  CHECK(a.localPktDst == b.localPktDst);
-  CHECK(a.remoteSrc == b.remoteSrc);
-  CHECK(a.remoteDst == b.remoteDst);
-  CHECK(a.switchBuffer == b.switchBuffer);
-  CHECK(a.bufferOffset == b.bufferOffset);
-  CHECK(a.switchSize == b.switchSize);
-  CHECK(a.userChunk == b.userChunk);
-  CHECK(a.srcIndex == b.srcIndex);
-  CHECK(a.dstIndex == b.dstIndex);
-  CHECK(a.unit == b.unit);
-  CHECK(a.numChunks == b.numChunks);
-  REQUIRE(a.ops.size() == b.ops.size());
-  for (size_t i = 0; i < a.ops.size(); ++i) checkSame(a.ops[i], b.ops[i]);
+#define OP_FIELD(Type, name, init, doc) checkField(#name, a.name, b.name);
+#include "msccl/ir/OpFields.def"
 }
 
 Op roundTrip(const Op &op) {
@@ -79,6 +74,8 @@ TEST_CASE("every field survives packing, negative and large values included", "[
   op.userChunk = Chunk{5, BufferType::Scratch, 6, 7};
   op.srcIndex = {1, -2};
   op.dstIndex = {3};
+  op.source = 77777;
+  op.fusedSources = {1, 0, UINT32_MAX};
   checkSame(op, roundTrip(op));
   CHECK(!hasNonNegativeValues(op));
 
@@ -126,21 +123,31 @@ TEST_CASE("packed and unpacked op lists print and lower alike", "[packed]") {
   CHECK(packedOps > 1000); // the elaborator packs what it adds
 }
 
-TEST_CASE("packSyncOp writes the bytes packOp writes for the same sync op", "[packed]") {
-  for (uint32_t channel : {0u, 1u, 7u, 8u, 9u, 127u, 128u, 300u, 70000u})
-    for (auto kind : {OpKind::Signal, OpKind::Wait, OpKind::RelaxedSignal, OpKind::Flush})
-      for (auto ct : {ChannelType::Memory, ChannelType::Port, ChannelType::None})
-        for (auto ds : {SyncType::None, SyncType::Before, SyncType::After, SyncType::Both}) {
-          Op op;
-          op.kind = kind;
-          op.syncChannelIds = PySet::single(channel);
-          op.channelType = ct;
-          op.dataSync = ds;
-          PackedOps viaOp, direct;
-          packOp(viaOp, op);
-          packSyncOp(direct, kind, ct, ds, channel);
-          CHECK(direct.bytes == viaOp.bytes);
-          CHECK(direct.count == 1);
-          CHECK(direct.nonNegative);
-        }
+TEST_CASE("resetOp gives back a default op; a sync op packs in a few bytes", "[packed]") {
+  Op op;
+  op.kind = OpKind::Pipeline;
+  op.source = 5;
+  op.fusedSources = {6};
+  op.syncChannelIds = PySet::fromList({1, 2});
+  op.localSrc = {LocalChunk{BufferType::Scratch, 1, 1}};
+  op.tbg = TbgInfo{1, 2};
+  op.userChunk = Chunk{1, BufferType::Output, 2, 3};
+  op.unit = 9;
+  op.ops.resize(2);
+  resetOp(op);
+  checkSame(op, Op{});
+
+  for (uint32_t channel : {0u, 7u, 300u}) {
+    Op sync;
+    sync.kind = OpKind::Signal;
+    sync.syncChannelIds = PySet::single(channel);
+    sync.channelType = ChannelType::Memory;
+    sync.dataSync = SyncType::Both;
+    sync.source = 1000;
+    PackedOps p;
+    packOp(p, sync);
+    // kind, presence bits, channel type, set (tag + key), data sync, source (2 bytes)
+    CHECK(p.bytes.size() <= 9);
+    checkSame(sync, roundTrip(sync));
+  }
 }

@@ -41,7 +41,7 @@ std::string streamed(const ProgramIR &in, const passes::PipelineOptions &opts, i
 }
 } // namespace
 
-TEST_CASE("streamed plans are byte-identical to the whole-program path", "[stream][trace]") {
+TEST_CASE("streamed plans are byte-identical to compile()'s plan written whole", "[stream][trace]") {
   auto traces = allTraces();
   REQUIRE(traces.size() >= 45);
   for (auto &t : traces) {
@@ -58,26 +58,23 @@ TEST_CASE("streamed plans are byte-identical to the whole-program path", "[strea
   }
 }
 
-TEST_CASE("lowering with replication equals replicating then lowering", "[stream][replication]") {
-  for (auto &t : allTraces()) {
-    INFO("trace " << t.filename().string());
-    auto prog = test::replayTrace(test::readJsonFile(t.string()));
-    ProgramIR ir = prog->ir();
-    for (auto &g : ir.gpus) passes::runGpuPasses(ir.options, g);
-    ProgramIR replicated = ir;
-    passes::replicateInstances(replicated);
-    for (size_t r = 0; r < ir.gpus.size(); ++r)
-      CHECK(backend::lowerGpuReplicated(ir.options, ir.gpus[r]) == backend::lowerGpu(replicated.gpus[r]));
-  }
-}
-
-TEST_CASE("a processed IR streams as lowerToPlan writes it", "[stream]") {
+TEST_CASE("--print-after sees each rank after each pass, in pipeline order", "[stream]") {
   auto traces = allTraces();
   REQUIRE(!traces.empty());
   auto prog = test::replayTrace(test::readJsonFile(traces.front().string()));
-  ProgramIR processed = passes::runPipeline(prog->ir());
-  REQUIRE(processed.processed);
-  CHECK(streamed(processed, {}, 2) == plan::writePlan(backend::lowerToPlan(processed), 2));
+  ProgramIR ir = prog->ir();
+  std::vector<std::string> seen;
+  passes::PipelineOptions opts;
+  opts.afterPass = [&](std::string_view pass, const ProgramIR &, const GpuIR *gpu) {
+    seen.push_back(std::string(pass) + (gpu ? "@" + std::to_string(gpu->id) : ""));
+  };
+  backend::prepareStream(ir, opts);
+  std::ostringstream os;
+  backend::streamPlan(ir, opts, os);
+  std::vector<std::string> expected = {"pairing"};
+  for (size_t r = 0; r < prog->ir().gpus.size(); ++r)
+    for (const char *p : {"fusion", "sync-insertion", "dependency", "replication"}) expected.push_back(p + ("@" + std::to_string(r)));
+  CHECK(seen == expected);
 }
 
 TEST_CASE("prepareStream reports compile()'s errors before anything is written", "[stream][errors]") {
@@ -105,8 +102,10 @@ TEST_CASE("prepareStream reports compile()'s errors before anything is written",
     copy.localSrc = {LocalChunk{BufferType::Input, -1, 1}};
     copy.localDst = {LocalChunk{BufferType::Output, 0, 1}};
     ir.gpus[0].tb(0).ops.push_back(copy);
-    // Same message as the whole-program path: the index after replication (-1*2+0).
-    CHECK_THROWS_WITH(backend::lowerToPlan(passes::runPipeline(ir)), "Negative chunk index -2 cannot be written to the plan.");
+    // The index after replication (-1*2+0), as streamPlan reports it.
+    std::ostringstream os;
+    ProgramIR streamedIr = ir;
+    CHECK_THROWS_WITH(backend::streamPlan(streamedIr, {}, os), "Negative chunk index -2 cannot be written to the plan.");
     CHECK_THROWS_WITH(backend::prepareStream(ir), "Negative chunk index -2 cannot be written to the plan.");
     ir.gpus[0].threadblocks[0].ops[0].localSrc[0].index = 1;
     CHECK_NOTHROW(backend::prepareStream(ir));

@@ -49,6 +49,8 @@ struct MscclcOptions {
   int64_t maxLoopIterations = 50'000'000; ///< --max-loop-iterations
   unsigned maxCallDepth = 200;            ///< --max-call-depth (at most 100000)
   uint64_t maxPlanSize = uint64_t(1) << 26; ///< --max-plan-size: ops, threadblocks, channels, semaphores
+  bool verifyIrEach = false;              ///< --verify-ir-each: run the IR verifier after every pass
+  std::string sourceMap;                  ///< --source-map FILE: plan op path -> .msccl call (JSON); "" = none
   std::string stdlibDir;                  ///< "" = elab::defaultStdlibDir().
 };
 

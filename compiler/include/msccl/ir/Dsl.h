@@ -27,7 +27,10 @@
 
 #include "msccl/plan/Plan.h"
 
+#include <llvm/Support/SMLoc.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -39,9 +42,20 @@ namespace msccl::ir {
 
 /// The one error type of the DSL API. what() is the Python message text, e.g.
 /// "Rank 9 is out of bounds. Number of ranks: 8".
+/// `source()`, when not 0, is the op the error is about (an id into ProgramIR::sources, see
+/// IR.h): errors found after elaboration (signal/wait pairing, values the plan cannot hold) carry
+/// it so that the driver reports them at the .msccl call.
 class DslError : public std::runtime_error {
 public:
-  explicit DslError(const std::string &message) : std::runtime_error(message) {}
+  explicit DslError(const std::string &message, uint32_t source = 0) : std::runtime_error(message), source_(source) {}
+  uint32_t source() const { return source_; }
+  /// A second location for a note (e.g. the last wait of a signal/wait mismatch); 0 = none.
+  uint32_t related() const { return related_; }
+  DslError &withRelated(uint32_t source) { related_ = source; return *this; }
+
+private:
+  uint32_t source_ = 0;
+  uint32_t related_ = 0;
 };
 
 // --- Enums (internal/types.py, utils.py) ------------------------------------------------
@@ -126,6 +140,7 @@ struct ProgramOptions {
 
 class Program;
 struct ProgramIR;
+struct SourceTable;
 
 /// A chunk range of one rank's buffer: (rank, buffer kind, index, size), all in chunks; the
 /// index is absolute within that rank's buffer kind (scratch indices include the Buffer's
@@ -370,6 +385,17 @@ public:
   void enterPipeline(int64_t unit, int64_t numChunks);
   void exitPipeline();
   bool inPipeline() const;
+
+  /// Where the ops of the following DSL calls come from (the elaborator calls this before each
+  /// DSL method call): `loc` is the .msccl call. The first op added after it adds a record to
+  /// ir().sources (through the context provider, if set, which adds the frames around the call);
+  /// every op and signal/wait count of the call gets that id. An invalid `loc` means "unknown"
+  /// (source 0), the default for C++ users.
+  void setSource(llvm::SMLoc loc);
+  /// `provider(table, loc)` adds the record of a call at `loc` with its context frames
+  /// (SourceTable::add) and returns its id; called at most once per setSource, only when an op
+  /// is added.
+  void setContextProvider(std::function<uint32_t(SourceTable &, llvm::SMLoc)> provider);
 
   /// The program's IR (user ops as called, before any pass).
   const ProgramIR &ir() const;

@@ -18,9 +18,11 @@
 #include "msccl/ir/PySet.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/SMLoc.h>
 
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -65,6 +67,9 @@ struct TbgInfo {
   bool operator!=(const TbgInfo &o) const { return !(*this == o); }
 };
 
+/// Ids into SourceTable::ops of the ops fusion merged into one.
+using SourceIdList = llvm::SmallVector<uint32_t, 0>;
+
 /// One operation. Which fields matter depends on `kind`:
 ///  * data-sync ops (signal, wait, rlxsignal, rlxwait, flush, sem_acquire, sem_release): dataSync;
 ///    signal/wait/flush: syncChannelIds (a CPython-ordered set) + channelType; sem: ids.
@@ -77,29 +82,19 @@ struct TbgInfo {
 ///  * gstore/gstorepkt: userChunk (src), switchBuffer, bufferOffset, switchSize, channelIds.
 ///  * glres: switchBuffer, switchSize, srcIndex, dstIndex, channelIds, reduceOp.
 ///  * pipeline: unit (bytes), numChunks, ops.
-/// A new field must also be encoded in PackedOps.cpp and reset in Program::Impl::freshOp.
+///  * every op: source (the .msccl call it comes from, kept by every pass: a nop inserted by sync
+///    insertion or dependency analysis gets the source of the op that caused it), fusedSources
+///    (after fusion: the sources of the ops merged into this one after the first).
+/// The fields are listed once, in OpFields.def, which also generates the packed encoding and
+/// resetOp(); verifyIR (IRVerifier.h) checks which fields an op of each kind may use.
 struct Op {
   OpKind kind = OpKind::Nop;
-  SyncType dataSync = SyncType::None;
-  ChannelType channelType = ChannelType::None;
-  ReduceOperationType reduceOp = ReduceOperationType::Sum;
-  std::optional<TbgInfo> tbg;
-  PySet syncChannelIds;
-  ChannelIdList channelIds;
-  std::vector<uint32_t> ids; ///< semaphore ids
-  uint32_t barrierId = 0;
-  uint32_t numThreadblocks = 0;
-  LocalChunkList localSrc, localDst, localPktDst;
-  RemoteChunkList remoteSrc, remoteDst;
-  BufferType switchBuffer = BufferType::Input;
-  int64_t bufferOffset = 0;
-  int64_t switchSize = 0;
-  Chunk userChunk;
-  std::vector<int64_t> srcIndex, dstIndex;
-  int64_t unit = 0;
-  int64_t numChunks = 0;
-  std::vector<Op> ops;
+#define OP_FIELD(Type, name, init, doc) Type name = init;
+#include "msccl/ir/OpFields.def"
 };
+
+/// Resets every field of `op` to its default (kind Nop), keeping the capacity of its lists.
+void resetOp(Op &op);
 
 /// Whether every index, size, offset and unit that lowering reads from `op` (or from what fusion
 /// may build out of it) is non-negative: local/remote chunks; for switch ops the buffer offset,
@@ -108,7 +103,8 @@ struct Op {
 /// cannot throw (backend::prepareStream relies on it).
 bool hasNonNegativeValues(const Op &op);
 
-/// A threadblock's ops in a compact byte encoding (varints; only the fields an op uses). The
+/// A threadblock's ops in a compact byte encoding (varints; only the fields an op uses, as
+/// generated from OpFields.def). The
 /// elaborator appends here (Program::Impl::addOperation) instead of building a vector of Op,
 /// which keeps a large program's IR at a few bytes per op until the passes of its rank run:
 /// unpackOps() decodes them into ThreadBlockIR::ops. Decoding gives back every field exactly,
@@ -117,13 +113,11 @@ struct PackedOps {
   std::vector<uint8_t> bytes;
   uint32_t count = 0;          ///< Ops encoded.
   bool nonNegative = true;     ///< hasNonNegativeValues() of every encoded op.
+  uint32_t lastSource = 0;     ///< Op::source of the last op that had one (its encoding is a delta).
   bool empty() const { return count == 0; }
 };
-/// Appends `op` to `packed`.
+/// Appends `op` to `packed` (the encoding OpFields.def generates).
 void packOp(PackedOps &packed, const Op &op);
-/// packOp() of the sync op the DSL adds for signal/wait/flush: {kind, dataSync, channelType,
-/// syncChannelIds = PySet::single(channel)}, without building it (same bytes).
-void packSyncOp(PackedOps &packed, OpKind kind, ChannelType channelType, SyncType dataSync, uint32_t channel);
 /// Decodes all ops of `packed`, appending them to `out`.
 void decodeOps(const PackedOps &packed, std::vector<Op> &out);
 
@@ -193,14 +187,96 @@ struct GpuIR {
   std::vector<int32_t> remoteLookup; ///< (rank*3 + type) -> id + 1; internal.
 };
 
+/// One frame of the elaborator's dynamic context around a DSL call: what the notes of its
+/// errors name (`in for gpu = 3`, `in call to fn `f``, `in `with` pipeline`, `while evaluating
+/// param`).
+struct SourceContext {
+  enum Kind : uint8_t { For, Call, With, Param };
+  Kind kind = For;
+  llvm::SMLoc loc;      ///< The `for` statement, the call, the `with` statement, the param use.
+  std::string name;     ///< For: the loop variables ("gpu", "(a, b)"); Call: the fn; Param: the param.
+  std::string value;    ///< For: their values ("3", "(1, 2)"), as print() writes them.
+};
+
+/// Where an op comes from, resolved: the .msccl call (its SMLoc, in the llvm::SourceMgr of the
+/// compilation) and its context frames, innermost first.
+struct OpSource {
+  llvm::SMLoc loc;
+  std::vector<SourceContext> frames;
+};
+
+/// The op locations (Op::source and Op::fusedSources are ids of records here; 0 = unknown).
+/// One record per DSL call that added ops: its call site and the frames around it (loops with
+/// their values, fn calls, `with`, params). Kept as a compact log, a few bytes per record: the
+/// call's address as a delta to the previous one, the number of frames shared with the previous
+/// record and only the new frames (a site id and the loop value); every 16th record is written
+/// in full, so resolve() decodes at most 16 records.
+class SourceTable {
+public:
+  SourceTable() = default;
+  SourceTable(const SourceTable &o) { *this = o; }
+  SourceTable(SourceTable &&) = default;
+  SourceTable &operator=(const SourceTable &o);
+  SourceTable &operator=(SourceTable &&) = default;
+  /// A frame site (a `for` statement, call, `with`, param use); the elaborator adds each once.
+  uint32_t addSite(SourceContext::Kind kind, llvm::SMLoc loc, std::string name);
+  /// A new frame of a record: its site and, for a `for` frame, the loop value: an int (when
+  /// `text` is null) or the printed values.
+  struct NewFrame {
+    uint32_t site = 0;
+    int64_t value = 0;
+    const std::string *text = nullptr;
+  };
+  /// Adds a record: the call at `loc`, the first `keep` frames of the previous record
+  /// (outermost first), then `frames` (outer to inner). Returns its id (>= 1).
+  uint32_t add(llvm::SMLoc loc, size_t keep, const std::vector<NewFrame> &frames);
+  /// The record `id`; nullopt for 0 or an unknown id.
+  std::optional<OpSource> resolve(uint32_t id) const;
+  /// The call site of record `id` (cheaper than resolve); invalid for 0 or an unknown id.
+  llvm::SMLoc loc(uint32_t id) const;
+  /// Returns the spare capacity of the log (call once no more records come).
+  void shrinkToFit();
+  /// Number of records.
+  uint32_t size() const { return count_; }
+  /// Bytes held (for the benchmarks' accounting).
+  size_t bytes() const { return blocks_.size() * kBlock + index_.capacity() * 4; }
+
+private:
+  struct Site {
+    SourceContext::Kind kind;
+    llvm::SMLoc loc;
+    std::string name;
+  };
+  std::vector<Site> sites_;
+  std::vector<std::string> texts_;     ///< Non-int loop values.
+  /// The records, in blocks of kBlock bytes (appending never copies the log).
+  static constexpr size_t kBlock = 1 << 16;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+  size_t size_ = 0;                    ///< Bytes written.
+  std::vector<uint8_t> record_;        ///< The record being written.
+  std::vector<uint64_t> index_;        ///< Offset of records 1, 17, 33, ...
+  uint8_t at(size_t offset) const { return blocks_[offset / kBlock][offset % kBlock]; }
+  uint32_t count_ = 0;
+  uintptr_t lastLoc_ = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> stack_; ///< Frames of the last record: site, encoded value.
+};
+
+/// Signal/wait counts of one (src rank, dst rank, channel type), with the last call of each kind.
+struct SignalWaitCount {
+  int64_t signals = 0;     ///< Signals src->dst.
+  int64_t waits = 0;       ///< Waits by dst for src.
+  uint32_t lastSignal = 0; ///< Source of the last signal (SourceTable::ops id; 0 = unknown).
+  uint32_t lastWait = 0;   ///< Source of the last wait.
+};
+
 /// The whole program state.
 struct ProgramIR {
   ProgramOptions options;              ///< numRanks resolved.
   std::vector<GpuIR> gpus;
-  /// (src rank, dst rank, channel type) -> (signals src->dst, waits by dst for src).
-  std::map<std::tuple<int64_t, int64_t, ChannelType>, std::pair<int64_t, int64_t>> signalWait;
-  /// True once the pipeline of passes ran (replication applied).
-  bool processed = false;
+  /// (src rank, dst rank, channel type) -> counts.
+  std::map<std::tuple<int64_t, int64_t, ChannelType>, SignalWaitCount> signalWait;
+  /// Op locations.
+  SourceTable sources;
 };
 
 /// Decodes the packed ops of every threadblock of `gpu` into its `ops` (packed ones first).
@@ -213,6 +289,9 @@ std::vector<Op> allOps(const ThreadBlockIR &tb);
 /// Text dump of the IR (`mscclc --emit=ir`, `--print-after=PASS`): one line per op, indented
 /// per rank/tb/pipeline, chunk ranges as kind[index:index+size].
 void printIR(std::ostream &os, const ProgramIR &ir);
+/// The part of printIR of one rank (from its `rank N:` line).
+void printGpuIR(std::ostream &os, const GpuIR &gpu);
+std::string printGpuIR(const GpuIR &gpu);
 std::string printIR(const ProgramIR &ir);
 /// One op on one line (no trailing newline), e.g. "put src=[i[0:1]] dst=[rb0:o[1:2]] ch=memory[0]".
 std::string printOp(const Op &op);

@@ -23,6 +23,5 @@
 namespace msccl::passes {
 
 void resolveDataDependency(std::vector<ir::Op> &ops);
-void resolveDataDependencyProgram(ir::ProgramIR &ir);
 
 } // namespace msccl::passes

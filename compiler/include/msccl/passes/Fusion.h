@@ -26,7 +26,5 @@ bool combineOps(ir::Op &acc, ir::Op &next);
 /// What a pipeline "reports" (PipelineOperation.get_data_sync), including the Python bug that a
 /// trailing nop/barrier reports `before`.
 ir::SyncType pipelineDataSync(const ir::Op &pipeline);
-/// Run fuseOperations on every threadblock of every GPU.
-void fuseProgram(ir::ProgramIR &ir);
 
 } // namespace msccl::passes

@@ -13,6 +13,9 @@
 // Deliberate differences: policy none keeps indices (Python crashes); glre/gstore chunks are values
 //   (Python double-shifts a Chunk object shared by two ops).
 // Guarantees: mirrors internal/gpu.py replicate_instances. Linear in the output size.
+// Implementation: one, applied while lowering (backend::lowerGpuReplicated maps each op of
+//   threadblock t through InstanceShift{n, k} for k = 0..n-1), so the replicated IR is never
+//   materialized; this header holds the mapping.
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
@@ -32,9 +35,5 @@ struct InstanceShift {
   int64_t buf(int64_t index, int64_t size) const { return interleaved ? index * n + k * size : index; }
 };
 
-/// Replicate every GPU of `ir` in place (materializes n copies of each threadblock). The
-/// streaming compiler (backend/StreamCompile.h) applies the same InstanceShift while lowering
-/// instead (backend::lowerGpuReplicated), without materializing the copies.
-void replicateInstances(ir::ProgramIR &ir);
 
 } // namespace msccl::passes

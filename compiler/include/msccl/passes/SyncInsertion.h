@@ -14,6 +14,5 @@
 namespace msccl::passes {
 
 void addDataSync(std::vector<ir::Op> &ops);
-void addDataSyncProgram(ir::ProgramIR &ir);
 
 } // namespace msccl::passes
