@@ -563,7 +563,18 @@ std::unique_ptr<Analysis> Analyzer::analyze(const std::string &path, const std::
     }
     return l;
   };
+  bool skipNotes = false;
   for (const diag::Diagnostic &d : diag.takeCaptured()) {
+    // A file without a program is a library module (what `import` loads): not an error in an
+    // editor, which opens modules as often as programs.
+    if (d.id == diag::DiagId::err_no_program) {
+      skipNotes = true;
+      continue;
+    }
+    if (d.level != diag::Level::Note)
+      skipNotes = false;
+    else if (skipNotes)
+      continue;
     LocatedDiag l = locate(d);
     if (d.level == diag::Level::Note && !a->diagnostics.empty()) {
       a->diagnostics.back().notes.push_back(std::move(l));

@@ -598,6 +598,23 @@ std::optional<ClassId> receiverClass(const std::string &text, size_t end, const 
   std::string name = identBefore(text, end);
   if (name.empty())
     return std::nullopt;
+  // The current text first: the last `let NAME = EXPR` before the cursor, EXPR's class read
+  // from its text (the user may just have typed the `let`); then the latest analysis.
+  std::string letText = "let " + name + " = ";
+  for (size_t at = text.rfind(letText, end); at != std::string::npos && at > 0; at = text.rfind(letText, at - 1)) {
+    if (isIdentChar(text[at - 1]))
+      continue;
+    size_t b = at + letText.size();
+    size_t e = text.find('\n', b);
+    std::string rhs = text.substr(b, (e == std::string::npos ? text.size() : e) - b);
+    if (size_t c = rhs.find("//"); c != std::string::npos)
+      rhs.resize(c);
+    while (!rhs.empty() && (rhs.back() == ' ' || rhs.back() == '\r' || rhs.back() == '\t'))
+      rhs.pop_back();
+    if (auto c = receiverClass(rhs, rhs.size(), last, depth + 1))
+      return c;
+    break;
+  }
   return classOfLocal(last, name, end);
 }
 
