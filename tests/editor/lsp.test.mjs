@@ -120,3 +120,54 @@ async function session(conn, diagnosticsWhere, proc) {
   const code = await new Promise((resolve) => proc.on('exit', resolve));
   assert.equal(code, 0);
 }
+
+// The VS Code extension starts the server named by `msccl.server.path` through
+// vscode-languageclient over stdio for msccl documents. VS Code's `vscode` module and the client
+// library are stood in for by recorders (the extension's own code runs unchanged).
+test('the VS Code extension starts msccl-lsp from its setting', async () => {
+  const ext = path.join(root, 'tools/editors/vscode');
+  const manifest = JSON.parse(fs.readFileSync(path.join(ext, 'package.json'), 'utf8'));
+  assert.equal(manifest.main, './extension.js');
+  assert.ok(manifest.activationEvents.includes('onLanguage:msccl'));
+  assert.ok(manifest.dependencies['vscode-languageclient']);
+  const props = manifest.contributes.configuration.properties;
+  assert.equal(props['msccl.server.path'].default, 'msccl-lsp');
+
+  const { createRequire } = await import('node:module');
+  const Module = (await import('node:module')).default;
+  const started = [];
+  const settings = { 'server.path': '/opt/msccl/bin/msccl-lsp', defines: { ranks: 16 } };
+  const fakeVscode = {
+    workspace: {
+      getConfiguration: () => ({ get: (k, d) => (k in settings ? settings[k] : d) }),
+      createFileSystemWatcher: (glob) => ({ glob }),
+      onDidChangeConfiguration: () => ({ dispose() {} }),
+    },
+    window: { showWarningMessage: (m) => started.push({ warning: m }), showInformationMessage() {} },
+  };
+  class LanguageClient {
+    constructor(id, name, serverOptions, clientOptions) {
+      Object.assign(this, { id, serverOptions, clientOptions });
+    }
+    async start() { started.push(this); }
+    async stop() {}
+  }
+  const fakes = { vscode: fakeVscode, 'vscode-languageclient/node': { LanguageClient, TransportKind: { stdio: 0 } } };
+  const origLoad = Module._load;
+  Module._load = function (request, ...rest) {
+    return request in fakes ? fakes[request] : origLoad.call(this, request, ...rest);
+  };
+  try {
+    const extension = createRequire(import.meta.url)(path.join(ext, 'extension.js'));
+    await extension.activate({ subscriptions: [] });
+  } finally {
+    Module._load = origLoad;
+  }
+  assert.equal(started.length, 1);
+  const c = started[0];
+  assert.equal(c.serverOptions.command, '/opt/msccl/bin/msccl-lsp');
+  assert.equal(c.serverOptions.transport, 0);
+  assert.ok(c.clientOptions.documentSelector.some((s) => s.language === 'msccl'));
+  assert.deepEqual(c.clientOptions.initializationOptions.defines, { ranks: 16 });
+  assert.equal(c.clientOptions.synchronize.configurationSection, 'msccl');
+});

@@ -489,8 +489,9 @@ void Server::handle(const json &msg) {
     }
     if (method == "initialized" || method == "$/setTrace" || method == "$/cancelRequest")
       return;
-    if (method == "workspace/didChangeConfiguration") {
-      if (params.contains("settings"))
+    if (method == "workspace/didChangeConfiguration" || method == "workspace/didChangeWatchedFiles") {
+      // New settings, or a `.mscclc` / imported file changed on disk: analyse everything again.
+      if (method == "workspace/didChangeConfiguration" && params.contains("settings") && !params["settings"].is_null())
         settings_ = params["settings"];
       for (auto &[uri, d] : docs_)
         d->stale = true;
