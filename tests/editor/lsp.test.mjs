@@ -171,3 +171,11 @@ test('the VS Code extension starts msccl-lsp from its setting', async () => {
   assert.deepEqual(c.clientOptions.initializationOptions.defines, { ranks: 16 });
   assert.equal(c.clientOptions.synchronize.configurationSection, 'msccl');
 });
+
+// docs/editor.md's picture of a diagnostic is drawn from this server's output and is current.
+test('the diagnostic picture of docs/editor.md is current', { skip: !server && 'MSCCL_LSP not set' }, async () => {
+  const { renderDiagnostic, svgPath } = await import('../../tools/editors/render-lsp.mjs');
+  const fresh = await renderDiagnostic(server);
+  assert.ok(fresh.includes('has no parameter `datasync`'), 'the sample gives its diagnostic');
+  assert.equal(fs.readFileSync(svgPath, 'utf8'), fresh, 'out of date: run node tools/editors/render-lsp.mjs build/tools/msccl-lsp/msccl-lsp');
+});
