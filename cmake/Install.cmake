@@ -14,7 +14,7 @@ set(MSCCL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/msccl")
 set(_msccl_exported
   msccl_plan:plan msccl_runtime:runtime msccl_cpu:cpu msccl_cuda_lower:cuda_lower
   msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
-  msccl_elab:elab msccl_driver:compiler
+  msccl_elab:elab msccl_driver:compiler msccl_lsp:lsp
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
   msccl_llvm:llvm msccl_warnings:warnings)
 if(TARGET msccl_cuda)
