@@ -299,16 +299,26 @@ json Server::location(const Doc &d, const Analysis &a, unsigned buffer, size_t o
 }
 
 namespace {
-/// The occurrence under the cursor, checked against the current text (an older analysis may
-/// be used while the buffer does not parse: its names must still be where they were).
+/// Whether the occurrence `o` of analysis `a` is still in `current` (an older analysis may be
+/// used while the buffer does not parse): the name is at the same line and column.
+bool stillThere(const Analysis &a, const Occurrence &o, const Text &current) {
+  if (a.text.str() == current.str())
+    return true;
+  auto [line, col] = a.text.position(o.offset);
+  size_t at = current.offset(line, col);
+  return at + o.name.size() <= current.str().size() && current.str().compare(at, o.name.size(), o.name) == 0;
+}
+
+/// The occurrence under the cursor (byte `offset` of the analysis' text), if still in place.
 const Occurrence *occurrenceAt(const Analysis &a, size_t offset, const std::string &current) {
   const Occurrence *o = a.at(offset);
-  if (!o)
-    return nullptr;
-  if (&a.text.str() != &current && current.compare(o->offset, o->name.size(), o->name) != 0)
+  if (!o || !stillThere(a, *o, Text(current)))
     return nullptr;
   return o;
 }
+
+/// Thrown by Server::request for a method it does not implement.
+struct UnknownMethod {};
 } // namespace
 
 json Server::request(const std::string &method, const json &params) {
@@ -389,12 +399,13 @@ json Server::request(const std::string &method, const json &params) {
         publish(*d);
       }
       const Analysis *a = d->current && d->current->parsed ? d->current.get() : d->lastGood.get();
+      Text current(d->text);
       unsigned prevLine = 0, prevCol = 0;
       if (a)
         for (const Occurrence &o : a->occurrences) {
           if (o.buffer != a->mainBuffer)
             continue;
-          if (d->text.compare(o.offset, o.name.size(), o.name) != 0)
+          if (!stillThere(*a, o, current))
             continue; // an older analysis: the name moved
           auto [line, col] = a->text.position(o.offset);
           auto [type, mods] = tokenOf(o);
@@ -433,7 +444,7 @@ json Server::request(const std::string &method, const json &params) {
     }
     return {{"isIncomplete", false}, {"items", items}};
   }
-  throw std::out_of_range("method");
+  throw UnknownMethod{};
 }
 
 void Server::handle(const json &msg) {
@@ -558,7 +569,7 @@ void Server::handle(const json &msg) {
     json result;
     try {
       result = request(method, params);
-    } catch (const std::out_of_range &) {
+    } catch (const UnknownMethod &) {
       send(errorResponse(id, MethodNotFound, "unsupported method `" + method + "`"));
       return;
     }

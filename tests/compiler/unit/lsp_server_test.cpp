@@ -238,6 +238,12 @@ TEST_CASE("completion: methods of the receiver's class, keyword arguments, enum 
   CHECK(hasLabel(items, "signal"));
   CHECK(hasLabel(items, "put"));
   CHECK_FALSE(hasLabel(items, "get_input_buffer")); // a Rank method, not a MemoryChannel one
+  // While the buffer does not parse, hover answers from the last analysis where names stayed.
+  std::tie(l, c) = find(typed, "range(");
+  json h = s.request("textDocument/hover", s.at("file:///tmp/lsp-e.msccl", l, c + 1));
+  CHECK(h["result"]["contents"]["value"].get<std::string>().find("builtin range") != std::string::npos);
+  std::tie(l, c) = find(typed, "ch.\n");
+  CHECK(s.request("textDocument/hover", s.at("file:///tmp/lsp-e.msccl", l, c))["result"].is_null()); // the new line
   // A keyword argument of the call being typed.
   typed = text;
   typed.insert(typed.find("    }\n}"), "        ch.signal(\n");
@@ -354,7 +360,7 @@ TEST_CASE("protocol errors get JSON-RPC errors, not crashes", "[lsp]") {
   CHECK(json::parse(body)["error"]["code"] == -32601);
 }
 
-TEST_CASE("runServer: a whole session over streams, with a cancelled request", "[lsp]") {
+TEST_CASE("runServer: a whole session over streams", "[lsp]") {
   std::stringstream in, out;
   auto put = [&](const json &m) { lsp::writeMessage(in, m.dump()); };
   put({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}});
@@ -364,16 +370,16 @@ TEST_CASE("runServer: a whole session over streams, with a cancelled request", "
   put({{"jsonrpc", "2.0"}, {"method", "exit"}});
   CHECK(lsp::runServer(in, out) == 0);
   std::string body;
-  bool gotDiag = false, gotShutdown = false;
+  bool gotInit = false, gotShutdown = false;
   while (lsp::readMessage(out, body)) {
     json m = json::parse(body);
-    if (m.value("method", "") == "textDocument/publishDiagnostics")
-      gotDiag = !m["params"]["diagnostics"].empty();
+    if (m.value("id", 0) == 1)
+      gotInit = m["result"]["serverInfo"]["name"] == "msccl-lsp";
     if (m.value("id", 0) == 2)
-      gotShutdown = true;
+      gotShutdown = m.contains("result") && m["result"].is_null();
   }
+  CHECK(gotInit);
   CHECK(gotShutdown);
-  (void)gotDiag; // published only if the input was quiet before shutdown: timing-dependent
 }
 
 TEST_CASE("every line prefix of stdlib programs gets answers", "[lsp][prefix]") {
