@@ -424,7 +424,17 @@ private:
     }
     case K::Slice: {
       auto *s = static_cast<const ast::SliceExpr *>(e);
+      size_t before = a_.occurrences.size();
       auto cls = expr(s->object);
+      // The occurrence naming the sliced buffer (`input[...]`, `...get_input_buffer()[...]`).
+      for (size_t k = before; k < a_.occurrences.size(); ++k) {
+        Occurrence &o = a_.occurrences[k];
+        if (o.buffer && a_.sm.getMemoryBuffer(o.buffer)->getBufferStart() + o.offset == s->object->loc.getPointer() &&
+            (o.kind == SymKind::Local || o.kind == SymKind::Method)) {
+          o.slice = s;
+          break;
+        }
+      }
       expr(s->lo);
       expr(s->hi);
       expr(s->step);

@@ -134,7 +134,7 @@ std::string exprText(const Analysis &a, const ast::Expr *e) {
       if (depth == 0)
         break;
       --depth;
-    } else if (c == ',' && depth == 0)
+    } else if ((c == ',' || c == ':') && depth == 0)
       break;
     else if (c == '/' && i + 1 < buf.size() && buf[i + 1] == '/')
       break;
@@ -270,6 +270,50 @@ std::string bufferDesc(const Analysis &a, const ast::Expr *init, const AnalysisO
   return "";
 }
 
+/// What is known statically of the buffer an expression denotes ("the input buffer of rank 0").
+std::string bufferOf(const Analysis &a, const ast::Expr *e, const AnalysisOptions &opts) {
+  if (!e)
+    return "";
+  if (e->kind == ast::ExprKind::Name) {
+    unsigned b = a.sm.FindBufferContainingLoc(e->loc);
+    if (!b)
+      return "";
+    size_t off = static_cast<size_t>(e->loc.getPointer() - a.sm.getMemoryBuffer(b)->getBufferStart());
+    for (const Occurrence &o : a.occurrences)
+      if (o.buffer == b && o.offset == off) {
+        const Occurrence *d = o.isDefinition ? &o : definitionOf(a, o);
+        return d ? bufferDesc(a, d->init, opts) : "";
+      }
+    return "";
+  }
+  return bufferDesc(a, e, opts);
+}
+
+/// "chunk `input[i : i + 1]`: the input buffer of rank 0, index `i`, size 1" for a slice.
+std::string chunkDesc(const Analysis &a, const ast::SliceExpr *s, const AnalysisOptions &opts) {
+  std::string out = "chunk";
+  std::string buf = bufferOf(a, s->object, opts);
+  if (!buf.empty())
+    out += " of " + buf;
+  auto lo = s->lo ? constInt(a, s->lo, opts) : std::optional<int64_t>(0);
+  std::optional<int64_t> size;
+  if (auto hi = constInt(a, s->hi, opts); lo && hi)
+    size = *hi - *lo;
+  else if (s->lo && s->hi && s->hi->kind == ast::ExprKind::Binary) {
+    // `x : x + k` has size k whatever x is.
+    auto *b = static_cast<const ast::BinaryExpr *>(s->hi);
+    if (b->op == ast::BinOp::Add && s->lo->kind == ast::ExprKind::Name && b->lhs->kind == ast::ExprKind::Name &&
+        static_cast<const ast::NameExpr *>(s->lo)->name == static_cast<const ast::NameExpr *>(b->lhs)->name)
+      size = constInt(a, b->rhs, opts);
+  }
+  out += lo ? ", index " + std::to_string(*lo) : s->lo ? ", index `" + exprText(a, s->lo) + "`" : "";
+  if (size)
+    out += ", size " + std::to_string(*size);
+  if (s->hasStep)
+    out += " (with a step)";
+  return out;
+}
+
 } // namespace
 
 std::string methodSignature(MethodId id) {
@@ -284,7 +328,19 @@ std::string classSignature(ClassId id) {
   return "class " + c.name + "(" + paramList(c.ctorParams) + ")";
 }
 
+namespace {
+std::string hoverBody(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts);
+} // namespace
+
 std::string hoverText(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts) {
+  std::string text = hoverBody(a, o, opts);
+  if (o.slice)
+    text += (text.empty() ? "" : "\n\n") + chunkDesc(a, o.slice, opts);
+  return text;
+}
+
+namespace {
+std::string hoverBody(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts) {
   const auto &t = builtins();
   switch (o.kind) {
   case SymKind::BuiltinFn: {
@@ -456,6 +512,8 @@ std::string hoverText(const Analysis &a, const Occurrence &o, const AnalysisOpti
   }
   return "";
 }
+
+} // namespace
 
 // ---- Completion ----------------------------------------------------------------------------
 namespace {

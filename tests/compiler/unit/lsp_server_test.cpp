@@ -220,6 +220,20 @@ TEST_CASE("hover shows Builtins.def's documentation, params' values and chunk fa
   v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d.msccl", l, c))["result"]["contents"]["value"];
   CHECK(v.find("type: `Buffer`") != std::string::npos);
   CHECK(v.find("input buffer of rank `r`") != std::string::npos);
+  // A chunk expression: its buffer, index and size.
+  std::tie(l, c) = find(text, "input[0:1], src");
+  v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d.msccl", l, c + 1))["result"]["contents"]["value"];
+  CHECK(v.find("chunk of the input buffer of rank `r`, index 0, size 1") != std::string::npos);
+  std::string text2 = "param n = 4\nprogram p(collective = AllGather(n, 1, false)) {\n"
+                      "    for i in range(n) {\n        let c = Rank(0).get_output_buffer()[i : i + 2]\n"
+                      "        let d = Rank(1).get_input_buffer()[n - 1 : n]\n    }\n}\n";
+  s.open("file:///tmp/lsp-d2.msccl", text2);
+  std::tie(l, c) = find(text2, "get_output_buffer");
+  v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d2.msccl", l, c + 1))["result"]["contents"]["value"];
+  CHECK(v.find("chunk of the output buffer of rank 0, index `i`, size 2") != std::string::npos);
+  std::tie(l, c) = find(text2, "get_input_buffer");
+  v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d2.msccl", l, c + 1))["result"]["contents"]["value"];
+  CHECK(v.find("chunk of the input buffer of rank 1, index 3, size 1") != std::string::npos);
 }
 
 TEST_CASE("completion: methods of the receiver's class, keyword arguments, enum members, modules", "[lsp]") {

@@ -81,6 +81,8 @@ struct Occurrence {
   size_t defOffset = 0;
   const ast::Expr *init = nullptr; ///< `let x = init` / `param x = init`: the initialiser
   std::optional<elab::ClassId> cls; ///< statically known class of the value (locals, receivers)
+  /// The name is the buffer of a chunk expression `name[lo:hi]` (hover shows the chunk).
+  const ast::SliceExpr *slice = nullptr;
 };
 
 /// A diagnostic with its location resolved to a buffer and byte range.
