@@ -231,6 +231,17 @@ void Server::analyze(Doc &d) {
   d.stale = false;
 }
 
+void Server::markImporters(const Doc &d) {
+  std::string real = realPath(d.path);
+  for (auto &[uri, other] : docs_) {
+    if (other.get() == &d || !other->current)
+      continue;
+    for (unsigned b = 1; b <= other->current->sm.getNumBuffers(); ++b)
+      if (b != other->current->mainBuffer && realPath(other->current->bufferPath(b)) == real)
+        other->stale = true;
+  }
+}
+
 void Server::publish(Doc &d) {
   const Analysis &a = *d.current;
   auto range = [&](unsigned buffer, size_t b, size_t e) {
@@ -541,20 +552,13 @@ void Server::handle(const json &msg) {
       }
       d->version = params.at("textDocument").value("version", d->version);
       d->stale = true;
-      // Other open documents that import this one.
-      std::string real = realPath(d->path);
-      for (auto &[uri, other] : docs_) {
-        if (other.get() == d || !other->current)
-          continue;
-        for (unsigned b = 1; b <= other->current->sm.getNumBuffers(); ++b)
-          if (b != other->current->mainBuffer && realPath(other->current->bufferPath(b)) == real)
-            other->stale = true;
-      }
+      markImporters(*d);
       return;
     }
     if (method == "textDocument/didClose") {
       auto it = docs_.find(params.at("textDocument").at("uri").get<std::string>());
       if (it != docs_.end()) {
+        markImporters(*it->second); // they read the file on disk again
         send({{"jsonrpc", "2.0"},
               {"method", "textDocument/publishDiagnostics"},
               {"params", {{"uri", it->first}, {"diagnostics", json::array()}}}});

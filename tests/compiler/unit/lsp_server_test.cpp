@@ -10,6 +10,7 @@
 #include <llvm/Support/Path.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using nlohmann::json;
@@ -220,6 +221,23 @@ TEST_CASE("hover shows Builtins.def's documentation, params' values and chunk fa
   v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d.msccl", l, c))["result"]["contents"]["value"];
   CHECK(v.find("type: `Buffer`") != std::string::npos);
   CHECK(v.find("input buffer of rank `r`") != std::string::npos);
+  // Semantic tokens follow the checker's resolution: decode (line, col, length, type, mods).
+  json data = s.request("textDocument/semanticTokens/full", {{"textDocument", {{"uri", "file:///tmp/lsp-d.msccl"}}}})["result"]["data"];
+  REQUIRE(data.size() % 5 == 0);
+  std::map<std::pair<int, int>, std::pair<int, int>> tokens;
+  for (size_t i = 0, line = 0, col = 0; i < data.size(); i += 5) {
+    line += data[i].get<size_t>();
+    col = data[i].get<size_t>() ? data[i + 1].get<size_t>() : col + data[i + 1].get<size_t>();
+    tokens[{static_cast<int>(line), static_cast<int>(col)}] = {data[i + 3].get<int>(), data[i + 4].get<int>()};
+  }
+  auto tokenAt = [&](const std::string &needle) { return tokens[find(text, needle)]; };
+  CHECK(tokenAt("range(") == std::make_pair(2, 4));     // function, defaultLibrary
+  CHECK(tokenAt("gpus = 4") == std::make_pair(0, 3));   // variable, declaration|readonly (a param)
+  CHECK(tokenAt("gpus) {") == std::make_pair(0, 2));    // variable, readonly
+  CHECK(tokenAt("MemoryChannel") == std::make_pair(4, 4)); // class, defaultLibrary
+  CHECK(tokenAt("copy(") == std::make_pair(3, 4));      // method
+  CHECK(tokenAt("tb = 0") == std::make_pair(1, 0));     // parameter (keyword argument)
+  CHECK(tokenAt("ch = ") == std::make_pair(0, 1));      // variable, declaration
   // A chunk expression: its buffer, index and size.
   std::tie(l, c) = find(text, "input[0:1], src");
   v = s.request("textDocument/hover", s.at("file:///tmp/lsp-d.msccl", l, c + 1))["result"]["contents"]["value"];
@@ -338,6 +356,9 @@ TEST_CASE("an open buffer's unsaved text is used for imports", "[lsp]") {
   REQUIRE(d.size() == 1);
   CHECK(d[0]["range"]["start"]["line"] == 0);
   CHECK(d[0]["relatedInformation"][0]["location"]["uri"] == lsp::pathToUri(lib));
+  // Closing the library buffer: the file on disk (unchanged, correct) is read again.
+  s.notify("textDocument/didClose", {{"textDocument", {{"uri", lsp::pathToUri(lib)}}}});
+  CHECK(s.diagnostics(lsp::pathToUri(main)).empty());
   llvm::sys::fs::remove_directories(dir);
 }
 

@@ -64,6 +64,8 @@ private:
   Doc *doc(const nlohmann::json &params);
   void analyze(Doc &d);
   void publish(Doc &d);
+  /// Marks stale the open documents whose last analysis imported `d`'s file.
+  void markImporters(const Doc &d);
   AnalysisOptions optionsFor(const Doc &d) const;
   /// The analysis to answer position requests on `d` and the byte offset in its text of
   /// `position` (mapped from the current text); null if none.
