@@ -33,6 +33,7 @@ function builtinSummary(name) {
 
 test('scripted session with msccl-lsp', { skip: !server && 'MSCCL_LSP not set' }, async () => {
   const proc = spawn(server, ['--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  proc.exited = new Promise((resolve) => proc.on('exit', resolve));
   const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(proc.stdout), new rpc.StreamMessageWriter(proc.stdin));
   const published = [];
   let waiter = null;
@@ -116,9 +117,12 @@ async function session(conn, diagnosticsWhere, proc) {
   for (const k of ['dst_chunk =', 'src_chunk =', 'tb =']) assert.ok(kwLabels.includes(k), kwLabels.join(' '));
 
   await conn.sendRequest('shutdown');
-  await conn.sendNotification('exit');
-  const code = await new Promise((resolve) => proc.on('exit', resolve));
-  assert.equal(code, 0);
+  // `exit` is written directly and stdin closed behind it, so that the end of the session does
+  // not depend on the library's write queue; the server exits 0 after shutdown + exit.
+  const exit = JSON.stringify({ jsonrpc: '2.0', method: 'exit' });
+  proc.stdin.end(`Content-Length: ${Buffer.byteLength(exit)}\r\n\r\n${exit}`);
+  const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 10000).unref());
+  assert.equal(await Promise.race([proc.exited, timeout]), 0);
 }
 
 // The VS Code extension starts the server named by `msccl.server.path` through

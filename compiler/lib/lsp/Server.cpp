@@ -601,6 +601,9 @@ int runServer(std::istream &in, std::ostream &out, ServerOptions o) {
   int debounce = o.debounceMs;
   Server server(out, std::move(o));
   auto q = std::make_shared<Queue>();
+  // std::cin is tied to std::cout: every read would flush the output from the reader thread
+  // while the main thread writes (a data race that duplicates and tears messages). Untie.
+  std::ostream *tied = in.tie(nullptr);
   std::thread reader([q, &in, &server] {
     std::string body;
     while (readMessage(in, body)) {
@@ -655,6 +658,7 @@ int runServer(std::istream &in, std::ostream &out, ServerOptions o) {
     }
   }
   reader.join();
+  in.tie(tied);
   return server.exited() ? server.exitCode() : 1;
 }
 
