@@ -15,7 +15,7 @@ set(MSCCL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/msccl")
 set(_msccl_exported
   msccl_plan:plan msccl_runtime:runtime msccl_verify:verify msccl_cpu:cpu msccl_sim:sim msccl_cuda_lower:cuda_lower
   msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
-  msccl_elab:elab msccl_driver:compiler
+  msccl_elab:elab msccl_driver:compiler msccl_lsp:lsp
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
   msccl_llvm:llvm msccl_warnings:warnings msccl_version:version)
 if(TARGET msccl_cuda)
@@ -37,7 +37,7 @@ install(TARGETS ${_msccl_targets} EXPORT mscclTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT mscclTargets NAMESPACE msccl:: DESTINATION ${MSCCL_INSTALL_CMAKEDIR})
 
-set(_msccl_tools mscclc msccl-run plan-diff msccl-verify msccl-bench-cpu msccl-bench-cuda)
+set(_msccl_tools mscclc msccl-run plan-diff msccl-lsp msccl-verify msccl-bench-cpu msccl-bench-cuda)
 foreach(tool IN LISTS _msccl_tools)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -12,7 +12,7 @@ const args = process.argv.slice(2);
 // `--npm`: the test files load npm packages (vscode-textmate, vscode-oniguruma, highlight.js).
 if (args.includes('--npm')) {
   args.splice(args.indexOf('--npm'), 1);
-  const needed = ['vscode-textmate', 'vscode-oniguruma', 'highlight.js'];
+  const needed = ['vscode-textmate', 'vscode-oniguruma', 'highlight.js', 'vscode-jsonrpc'];
   const missing = needed.filter((p) => !fs.existsSync(path.join(here, 'node_modules', p, 'package.json')));
   if (missing.length) {
     console.log(`SKIPPED: npm packages ${missing.join(', ')} not installed; run: cd tests/editor && npm ci`);

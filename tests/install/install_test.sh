@@ -11,7 +11,7 @@ build=$1 consumer=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/mscclc bin/msccl-run bin/plan-diff include/msccl/plan/Plan.h include/msccl/plan/PlanEnums.def \
+for f in bin/mscclc bin/msccl-run bin/plan-diff bin/msccl-lsp include/msccl/plan/Plan.h include/msccl/plan/PlanEnums.def \
          include/msccl/runtime/CpuExecutor.h include/msccl/driver/Driver.h lib/cmake/msccl/mscclConfig.cmake \
          lib/cmake/msccl/mscclConfigVersion.cmake lib/cmake/msccl/mscclTargets.cmake \
          share/msccl/stdlib/allreduce/ring.msccl share/doc/msccl/README.md; do

@@ -60,13 +60,19 @@ public:
         real = file;
       if (!loaded_.insert(real).second)
         continue; // idempotent
-      auto buf = llvm::MemoryBuffer::getFile(file);
-      if (!buf) {
-        diag_.report(imp.loc, DiagId::err_cannot_open_file, {file, buf.getError().message()});
-        ok = false;
-        continue;
+      std::unique_ptr<llvm::MemoryBuffer> mb;
+      if (auto o = path_.overlay.find(std::string(real)); o != path_.overlay.end()) {
+        mb = llvm::MemoryBuffer::getMemBufferCopy(o->second, file);
+      } else {
+        auto buf = llvm::MemoryBuffer::getFile(file);
+        if (!buf) {
+          diag_.report(imp.loc, DiagId::err_cannot_open_file, {file, buf.getError().message()});
+          ok = false;
+          continue;
+        }
+        mb = std::move(*buf);
       }
-      unsigned id = diag_.sourceMgr().AddNewSourceBuffer(std::move(*buf), imp.loc);
+      unsigned id = diag_.sourceMgr().AddNewSourceBuffer(std::move(mb), imp.loc);
       if (!load(id, false)) {
         ok = false;
         continue;

@@ -827,6 +827,12 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
   if (tokens.empty())
     return m; // nothing but blanks and comments (ANTLR's ListTokenSource refuses no tokens)
 
+  if (tokens.empty()) { // an empty file (or only comments): ANTLR's ListTokenSource rejects no tokens
+    Module *m = ctx.module();
+    m->bufferId = bufferId;
+    m->filename = buf->getBufferIdentifier().str();
+    return m;
+  }
   antlr4::ListTokenSource source(std::move(tokens));
   antlr4::CommonTokenStream stream(&source);
   MscclParser parser(&stream);

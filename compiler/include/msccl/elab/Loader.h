@@ -12,6 +12,7 @@
 #include "msccl/diag/Diagnostics.h"
 #include "msccl/frontend/Ast.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Unit {
 struct SearchPath {
   std::vector<std::string> includeDirs; ///< -I, in order
   std::string stdlibDir;                ///< defaultStdlibDir() unless set otherwise
+  /// Unsaved texts (an editor's open buffers, keyed by real path) read instead of the file on
+  /// disk when an import resolves to that path. Empty for mscclc.
+  std::map<std::string, std::string> overlay;
 };
 
 /// The stdlib directory: $MSCCL_STDLIB_PATH if set; else, for an installed tool,
