@@ -227,7 +227,8 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
           break;
         }
     };
-  if (!o.sourceMapFile.empty())
+  // The map places --source-map's entries and the verifier's findings at the .msccl calls.
+  if (!o.sourceMapFile.empty() || !o.noVerify)
     output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
   try {
     if (!wantPlan && o.noVerify) {
@@ -247,7 +248,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
-  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan))
+  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
     return false;
   return true;
 }
@@ -289,7 +290,7 @@ bool writeOutput(Output &output, bool compact, const std::string &sourceMapFile,
     return false;
   }
   os.flush();
-  if (output.sourceMap) {
+  if (output.sourceMap && !sourceMapFile.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream map(sourceMapFile, ec);
     if (ec) {

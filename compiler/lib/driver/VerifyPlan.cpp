@@ -10,8 +10,71 @@
 #include <map>
 
 namespace msccl::driver {
+namespace {
 
-bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc loc, plan::Plan &plan) {
+/// How many ops splitWideSyncOps makes of `op` (1 unless it is a sync op over more than 8 channels).
+size_t piecesOf(const plan::Op &op) {
+  constexpr size_t kMax = 8;
+  if (!op.channelIds || op.channelIds->size() <= kMax || plan::opShape(op.type) != plan::OpShape::Sync)
+    return 1;
+  return (op.channelIds->size() + kMax - 1) / kMax;
+}
+
+/// Repeats each entry as often as splitWideSyncOps repeats its op (call before the split).
+void splitEntries(const std::vector<plan::Op> &ops, std::vector<backend::OpSourceEntry> &entries) {
+  if (entries.size() != ops.size())
+    return; // not this plan's entries: leave them
+  std::vector<backend::OpSourceEntry> out;
+  out.reserve(entries.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].type == plan::OpType::Pipeline)
+      splitEntries(ops[i].ops, entries[i].inner);
+    for (size_t k = piecesOf(ops[i]); k-- > 0;)
+      out.push_back(entries[i]);
+  }
+  entries = std::move(out);
+}
+
+/// The .msccl call (and its frames) of the op `ref` names, through the source map.
+std::optional<ir::OpSource> sourceOf(const backend::SourceMap *sources, const verify::OpRef &ref) {
+  if (!sources || ref.rank < 0 || ref.tb < 0 || ref.op < 0)
+    return std::nullopt;
+  auto &gpus = const_cast<backend::SourceMap *>(sources)->gpu(size_t(ref.rank));
+  if (size_t(ref.tb) >= gpus.size() || size_t(ref.op) >= gpus[size_t(ref.tb)].size())
+    return std::nullopt;
+  const backend::OpSourceEntry *e = &gpus[size_t(ref.tb)][size_t(ref.op)];
+  if (ref.inner >= 0) {
+    if (size_t(ref.inner) >= e->inner.size())
+      return std::nullopt;
+    e = &e->inner[size_t(ref.inner)];
+  }
+  std::optional<ir::OpSource> src = e->source ? sources->sources().resolve(e->source) : std::nullopt;
+  if (!src || !src->loc.isValid())
+    return std::nullopt;
+  return src;
+}
+
+/// The loop / call / `with` / param frames around a call, as notes (as elaboration errors have).
+void reportFrames(diag::DiagEngine &diag, const ir::OpSource &src) {
+  for (const ir::SourceContext &f : src.frames) {
+    switch (f.kind) {
+    case ir::SourceContext::For: diag.report(f.loc, diag::DiagId::note_in_for, {f.name + " = " + f.value}); break;
+    case ir::SourceContext::Call: diag.report(f.loc, diag::DiagId::note_in_call, {f.name}); break;
+    case ir::SourceContext::With: diag.report(f.loc, diag::DiagId::note_in_with); break;
+    case ir::SourceContext::Param: diag.report(f.loc, diag::DiagId::note_in_param, {f.name}); break;
+    }
+  }
+}
+
+} // namespace
+
+bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources) {
+  if (sources)
+    for (size_t g = 0; g < plan.gpus.size(); ++g) {
+      auto &tbs = sources->gpu(g);
+      for (size_t t = 0; t < plan.gpus[g].threadblocks.size() && t < tbs.size(); ++t)
+        splitEntries(plan.gpus[g].threadblocks[t].ops, tbs[t]);
+    }
   verify::splitWideSyncOps(plan);
   verify::VerifyResult res = verify::verifyPlan(plan);
   bool ok = true;
@@ -26,6 +89,8 @@ bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc loc, plan::Plan &pla
       continue;
     }
     shown[key]++;
+    std::optional<ir::OpSource> at = f.ops.empty() ? std::nullopt : sourceOf(sources, f.ops.front());
+    const llvm::SMLoc loc = at ? at->loc : fallback;
     std::string text = f.path.empty() ? f.message : f.path + ": " + f.message;
     if (f.warning)
       diag.report(loc, diag::DiagId::warn_plan_hazard, {std::string(verify::findingKindName(f.kind)) + ": " + text});
@@ -33,11 +98,15 @@ bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc loc, plan::Plan &pla
       diag.report(loc, diag::DiagId::err_plan_check, {text});
     else
       diag.report(loc, diag::DiagId::err_plan_verify, {std::string(verify::findingKindName(f.kind)) + ": " + text});
-    for (const verify::OpRef &o : f.ops)
-      diag.report(loc, diag::DiagId::note_plan_op, {o.str()});
+    if (at)
+      reportFrames(diag, *at);
+    for (const verify::OpRef &o : f.ops) {
+      std::optional<ir::OpSource> src = sourceOf(sources, o);
+      diag.report(src ? src->loc : fallback, diag::DiagId::note_plan_op, {o.str()});
+    }
   }
   for (auto &[key, n] : hidden)
-    diag.report(loc, diag::DiagId::note_plan_more, {std::to_string(n)});
+    diag.report(fallback, diag::DiagId::note_plan_more, {std::to_string(n)});
   return ok;
 }
 
