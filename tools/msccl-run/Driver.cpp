@@ -15,6 +15,7 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/SimExecutor.h"
+#include "msccl/runtime/SourceMapFile.h"
 #include "msccl/runtime/Verify.h"
 #ifdef MSCCL_HAVE_MPI
 #include "msccl/runtime/DistributedRun.h"
@@ -104,6 +105,10 @@ struct CommandLine {
                               cl::init(false), cl::cat(Cat)};
   cl::list<std::string> morePlans{cl::Positional, cl::ZeroOrMore, cl::desc("[PLAN.json...] (with --suggest-ranges)"),
                                   cl::cat(Cat)};
+  cl::opt<std::string> sourceMap{"source-map",
+                                 cl::desc("mscclc's --source-map FILE of the plan: reports name the .msccl call of "
+                                          "each op"),
+                                 cl::value_desc("FILE"), cl::init(""), cl::cat(Cat)};
   cl::opt<double> timeout{"timeout",
                           cl::desc("Under mpirun: seconds a launch may take before every rank reports its "
                                    "threadblocks and the run fails (default 60)"),
@@ -118,7 +123,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(timeout)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -165,6 +170,7 @@ std::string toOptions(const CommandLine &c, Options &o) {
   o.nranks = c.nranks;
   if (!(c.timeout > 0))
     return "--timeout must be positive";
+  o.sourceMap = c.sourceMap;
   o.topology = c.topology;
   o.suggestRanges = c.suggestRanges;
   o.morePlans.assign(c.morePlans.begin(), c.morePlans.end());
@@ -757,6 +763,15 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   std::unique_ptr<Executor> ex = makeBackend(o, err);
   if (!ex)
     return 1;
+  std::optional<SourceMapFile> sources;
+  if (!o.sourceMap.empty()) {
+    try {
+      sources = SourceMapFile::read(o.sourceMap);
+    } catch (const std::exception &e) {
+      err << "msccl-run: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
   std::unique_ptr<std::ofstream> jsonl;
   if (!o.jsonlPath.empty()) {
     jsonl = std::make_unique<std::ofstream>(o.jsonlPath, std::ios::app);
@@ -778,6 +793,8 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     progress.beforeSize(i, sizes[i]);
     Row row = measureSize(*ex, dist, sizes[i], o, plans);
+    if (sources) // name the .msccl call after every op path of a deadlock, race or misuse report
+      row.message = sources->annotate(row.message);
     progress.afterSize();
     if (row.status != "skipped")
       ++ran;

@@ -62,6 +62,8 @@ struct Options {
   /// --timeout: under mpirun, seconds one launch may take before every rank reports what each of
   /// its threadblocks waits for and the run fails.
   double timeoutSeconds = 60;
+  /// --source-map FILE (mscclc --source-map): reports name the .msccl call of each op path.
+  std::string sourceMap;
   /// --topology (sim backend): a topology name or FILE.json; "" = hgx-h100.
   std::string topology;
   /// --suggest-ranges (sim backend): print each plan's fastest message-size range instead of a table.

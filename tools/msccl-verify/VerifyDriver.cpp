@@ -7,28 +7,32 @@
 #include "VerifyDriver.h"
 
 #include "msccl/plan/PlanJson.h"
+#include "msccl/runtime/SourceMapFile.h"
 #include "msccl/verify/PlanVerify.h"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace msccl::tools {
 
 static void usage(std::ostream &os) {
-  os << "usage: msccl-verify [--jsonl] [--out-of-place] [--no-races] [--quiet] PLAN.json...\n"
+  os << "usage: msccl-verify [--jsonl] [--out-of-place] [--no-races] [--quiet] [--source-map FILE] PLAN.json...\n"
         "  Proves that each execution plan computes its collective (postcondition), cannot deadlock and\n"
         "  has no data race under the GPU launch model (docs/verification.md), or reports why not.\n"
         "  --jsonl         one JSON object per finding and one summary object per plan\n"
+        "  --source-map FILE  name the .msccl call of every op (mscclc --source-map FILE)\n"
         "  --out-of-place  verify with separate input/output buffers even if the plan says inplace\n"
         "  --no-races      skip the race check (postcondition and deadlock only)\n"
         "  --quiet         print errors only (no warnings, no summary line)\n"
         "  Exit status: 0 proven (warnings allowed), 1 findings, 2 unreadable input or bad usage.\n";
 }
 
-static nlohmann::json findingJson(const std::string &file, const verify::Finding &f) {
+static nlohmann::json findingJson(const std::string &file, const verify::Finding &f,
+                                  const runtime::SourceMapFile *sources) {
   nlohmann::json j;
   j["plan"] = file;
   j["severity"] = f.warning ? "warning" : "error";
@@ -45,6 +49,9 @@ static nlohmann::json findingJson(const std::string &file, const verify::Finding
       o["inner"] = r.inner;
     o["launch"] = r.launch;
     o["path"] = r.path;
+    if (sources)
+      if (auto d = sources->describe(r.path))
+        o["source"] = *d;
     ops.push_back(std::move(o));
   }
   j["ops"] = std::move(ops);
@@ -55,9 +62,23 @@ int runMscclVerify(int argc, const char *const *argv, std::ostream &out, std::os
   bool jsonl = false, quiet = false;
   verify::VerifyOptions vo;
   std::vector<std::string> files;
+  std::optional<runtime::SourceMapFile> sources;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--jsonl") jsonl = true;
+    else if (a == "--source-map" || a.rfind("--source-map=", 0) == 0) {
+      std::string f = a.size() > 12 ? a.substr(13) : (i + 1 < argc ? argv[++i] : "");
+      if (f.empty()) {
+        err << "msccl-verify: --source-map needs a FILE\n";
+        return 2;
+      }
+      try {
+        sources = runtime::SourceMapFile::read(f);
+      } catch (const std::exception &e) {
+        err << "msccl-verify: " << e.what() << "\n";
+        return 2;
+      }
+    }
     else if (a == "--out-of-place") vo.followInplace = false;
     else if (a == "--no-races") vo.races = false;
     else if (a == "--quiet" || a == "-q") quiet = true;
@@ -93,12 +114,12 @@ int runMscclVerify(int argc, const char *const *argv, std::ostream &out, std::os
       if (quiet && f.warning)
         continue;
       if (jsonl) {
-        out << findingJson(file, f).dump() << "\n";
+        out << findingJson(file, f, sources ? &*sources : nullptr).dump() << "\n";
         continue;
       }
-      out << file << ": " << f.str() << "\n";
+      out << file << ": " << (sources ? sources->annotate(f.str()) : f.str()) << "\n";
       for (const verify::OpRef &o : f.ops)
-        out << "  note: " << o.str() << "\n";
+        out << "  note: " << (sources ? sources->annotate(o.str()) : o.str()) << "\n";
     }
     bool proven = r.proven();
     if (!proven && status == 0)

@@ -1,5 +1,5 @@
 # lit configuration of the mscclc output tests. Substitutions:
-#   %mscclc   the compiler      %shared  ../shared (reference material; tests needing it are
+#   %mscclc   the compiler (%msccl-run, %msccl-verify: the tools)      %shared  ../shared (reference material; tests needing it are
 #   %stdlib   the source stdlib            marked `REQUIRES: shared`)
 import os
 import lit.formats
@@ -15,6 +15,8 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment.pop("MSCCL_STDLIB_PATH", None)
 
 config.substitutions.append(("%mscclc", config.mscclc))
+config.substitutions.append(("%msccl-run", config.msccl_run))
+config.substitutions.append(("%msccl-verify", config.msccl_verify))
 config.substitutions.append(("%shared", config.shared_dir))
 config.substitutions.append(("%stdlib", os.path.join(config.source_root, "stdlib")))
 config.substitutions.append(("%{srcroot}", config.source_root))
