@@ -278,4 +278,36 @@ LoweredPlan lowerPlan(const Plan &plan, const ResolvedPlan &resolved, uint64_t i
   return out;
 }
 
+unsigned OpCursor::settle(const std::vector<LoweredOp> &ops) {
+  unsigned headers = 0;
+  for (;;) {
+    if (inPipe && pc == pipeEnd) {
+      if (++pipeIter < pipeIters)
+        pc = pipeBegin;
+      else
+        inPipe = false;
+      continue;
+    }
+    if (pc >= ops.size()) {
+      done = true;
+      return headers;
+    }
+    const LoweredOp &op = ops[pc];
+    if (op.type != OpType::Pipeline)
+      return headers;
+    ++headers;
+    pipeBegin = pc + 1;
+    pipeEnd = pc + 1 + op.pipelineOps;
+    pipeIters = op.pipelineIterations;
+    pipeIter = 0;
+    unitSize = op.unitSize;
+    if (pipeIters == 0 || op.pipelineOps == 0) {
+      pc = pipeEnd;
+    } else {
+      inPipe = true;
+      pc = pipeBegin;
+    }
+  }
+}
+
 } // namespace msccl::runtime

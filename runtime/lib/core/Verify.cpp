@@ -11,23 +11,28 @@
 namespace msccl::runtime {
 using namespace msccl::plan;
 
-RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
+RunReport startRun(const Plan &plan, const RunOptions &o) {
   RunReport rep;
   std::string why;
   auto ms = messageSizesFor(plan, o.size, &why);
   if (!ms)
     throw ExecutionError(ErrorKind::InvalidSize, why);
   rep.sizes = *ms;
-  const uint32_t n = uint32_t(plan.gpus.size());
-  const CollectiveKind kind = collectiveKind(plan.collective);
-  bool conflict = false;
-  std::optional<ReduceOp> planOp = planReduceOp(plan, &conflict);
+  std::optional<ReduceOp> planOp = planReduceOp(plan);
   if (o.reduceOp && planOp && *o.reduceOp != *planOp)
     throw ExecutionError(ErrorKind::Unsupported, "the plan's ops reduce with reduce_op \"" +
                                                      std::string(reduceOpName(*planOp)) + "\", not \"" +
                                                      std::string(reduceOpName(*o.reduceOp)) + "\"");
   rep.reduceOp = o.reduceOp.value_or(planOp.value_or(ReduceOp::Sum));
   rep.inPlace = o.inPlace.value_or(plan.inplace);
+  return rep;
+}
+
+RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
+  RunReport rep = startRun(plan, o);
+  const MessageSizes *ms = &rep.sizes;
+  const uint32_t n = uint32_t(plan.gpus.size());
+  const CollectiveKind kind = collectiveKind(plan.collective);
 
   const bool aliasAG = rep.inPlace && kind == CollectiveKind::AllGather;
   const bool aliasRS = rep.inPlace && kind == CollectiveKind::ReduceScatter;

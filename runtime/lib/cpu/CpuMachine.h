@@ -110,17 +110,13 @@ public:
 
 enum class Step : uint8_t { Done, Progress, Blocked };
 
-struct TbState {
+/// One threadblock of a launch: where it is (OpCursor: pc, pipeline iteration) and the progress
+/// of its current op.
+struct TbState : OpCursor {
   uint32_t rank = 0, tbIndex = 0;
   uint32_t actor = 0;             ///< Index among the launch's threadblocks (race checker).
   uint64_t serial = 0;            ///< Dynamic op instances completed so far (race checker).
   const LoweredTb *tb = nullptr;
-  size_t pc = 0;
-  bool done = false;
-  // Pipeline being executed (pc is inside [pipeBegin, pipeEnd)).
-  bool inPipe = false;
-  size_t pipeBegin = 0, pipeEnd = 0;
-  uint64_t pipeIter = 0, pipeIters = 0, unitSize = 0;
   // Progress of the current op.
   uint64_t cursor = 0;
   bool arrived = false;

@@ -786,39 +786,7 @@ void finishOp(Machine &m, TbState &s) {
   m.opsExecuted++;
 }
 
-void settleTb(Machine &m, TbState &s) {
-  const auto &ops = s.tb->ops;
-  for (;;) {
-    if (s.inPipe && s.pc == s.pipeEnd) {
-      if (++s.pipeIter < s.pipeIters)
-        s.pc = s.pipeBegin;
-      else
-        s.inPipe = false;
-      continue;
-    }
-    if (s.pc >= ops.size()) {
-      s.done = true;
-      return;
-    }
-    const LoweredOp &op = ops[s.pc];
-    if (op.type == OpType::Pipeline) {
-      s.pipeBegin = s.pc + 1;
-      s.pipeEnd = s.pc + 1 + op.pipelineOps;
-      s.pipeIters = op.pipelineIterations;
-      s.pipeIter = 0;
-      s.unitSize = op.unitSize;
-      m.opsExecuted++;
-      if (s.pipeIters == 0 || op.pipelineOps == 0) {
-        s.pc = s.pipeEnd;
-      } else {
-        s.inPipe = true;
-        s.pc = s.pipeBegin;
-      }
-      continue;
-    }
-    return;
-  }
-}
+void settleTb(Machine &m, TbState &s) { m.opsExecuted += s.settle(s.tb->ops); }
 
 std::string blockedLine(const TbState &s) {
   const LoweredOp &op = s.tb->ops[s.pc];

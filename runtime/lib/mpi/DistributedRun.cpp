@@ -425,23 +425,14 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     throw ExecutionError(ErrorKind::InvalidPlan,
                          "the plan has " + std::to_string(n) + " ranks but the job has " + std::to_string(comm.size()) +
                              " processes (run it with mpirun -np " + std::to_string(n) + ")");
-  ValidateOptions vo;
-  vo.allowGlre = true;
-  validatePlan(plan, vo);
-  RunReport rep;
-  std::string why;
-  auto ms = messageSizesFor(plan, o.size, &why);
-  if (!ms)
-    throw ExecutionError(ErrorKind::InvalidSize, why);
-  rep.sizes = *ms;
+  if (!o.planValidated) { // msccl-run validates once before its sweep
+    ValidateOptions vo;
+    vo.allowGlre = true;
+    validatePlan(plan, vo);
+  }
+  RunReport rep = startRun(plan, o);
+  const MessageSizes *ms = &rep.sizes;
   const CollectiveKind kind = collectiveKind(plan.collective);
-  std::optional<ReduceOp> planOp = planReduceOp(plan);
-  if (o.reduceOp && planOp && *o.reduceOp != *planOp)
-    throw ExecutionError(ErrorKind::Unsupported, "the plan's ops reduce with reduce_op \"" +
-                                                     std::string(reduceOpName(*planOp)) + "\", not \"" +
-                                                     std::string(reduceOpName(*o.reduceOp)) + "\"");
-  rep.reduceOp = o.reduceOp.value_or(planOp.value_or(ReduceOp::Sum));
-  rep.inPlace = o.inPlace.value_or(plan.inplace);
 
   ResolvedPlan resolved = resolvePlan(plan);
   checkLocality(comm, plan, resolved);

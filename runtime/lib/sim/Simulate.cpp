@@ -83,14 +83,10 @@ struct Rec {
   double xferStart = 0, xferEnd = 0; // data ops: when the bytes started and stopped moving
 };
 
-struct TbState {
+struct TbState : OpCursor { // pc and pipeline position
   uint32_t rank = 0, id = 0;
   const LoweredTb *tb = nullptr;
-  size_t pc = 0;
-  bool inPipe = false;
-  size_t pipeBegin = 0, pipeEnd = 0;
-  uint64_t pipeIter = 0, pipeIters = 0, unitSize = 0;
-  bool done = false, blocked = false;
+  bool blocked = false;
   uint32_t lastRec = kNone;    // the previous op instance
   uint32_t releaser = kNone;   // the instance whose arrival unblocked the current op
   double releaseTime = 0;
@@ -311,38 +307,7 @@ std::string Sim::blockedOn(const TbState &s) const {
   return "cannot progress";
 }
 
-void Sim::settle(TbState &s) {
-  const auto &ops = s.tb->ops;
-  for (;;) {
-    if (s.inPipe && s.pc == s.pipeEnd) {
-      if (++s.pipeIter < s.pipeIters)
-        s.pc = s.pipeBegin;
-      else
-        s.inPipe = false;
-      continue;
-    }
-    if (s.pc >= ops.size()) {
-      s.done = true;
-      return;
-    }
-    const LoweredOp &op = ops[s.pc];
-    if (op.type == OpType::Pipeline) {
-      s.pipeBegin = s.pc + 1;
-      s.pipeEnd = s.pc + 1 + op.pipelineOps;
-      s.pipeIters = op.pipelineIterations;
-      s.pipeIter = 0;
-      s.unitSize = op.unitSize;
-      if (s.pipeIters == 0 || op.pipelineOps == 0) {
-        s.pc = s.pipeEnd;
-      } else {
-        s.inPipe = true;
-        s.pc = s.pipeBegin;
-      }
-      continue;
-    }
-    return;
-  }
-}
+void Sim::settle(TbState &s) { s.settle(s.tb->ops); }
 
 bool Sim::tryWait(TbState &s, const LoweredOp &op) {
   RankState &rs = ranks_[s.rank];

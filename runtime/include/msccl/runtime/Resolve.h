@@ -110,6 +110,23 @@ struct LoweredTb {
   std::vector<LoweredOp> ops;
 };
 
+/// Where one threadblock is in its lowered op list, pipelines included: the program counter and,
+/// inside a pipeline (its body is ops (pipeBegin, pipeEnd], run pipeIters times), the iteration.
+/// Shared by the executors that step threadblocks op by op (the CPU executor, the MPI runner,
+/// the performance model).
+struct OpCursor {
+  size_t pc = 0;
+  bool done = false;
+  bool inPipe = false;
+  size_t pipeBegin = 0, pipeEnd = 0;
+  uint64_t pipeIter = 0, pipeIters = 0, unitSize = 0;
+
+  /// Moves to the next op that does work: past the end of a pipeline body (to its next iteration
+  /// or beyond it) and into pipeline headers (empty pipelines are skipped); sets `done` at the end
+  /// of `ops`. Returns how many pipeline headers it passed (each counts as one executed op).
+  unsigned settle(const std::vector<LoweredOp> &ops);
+};
+
 struct LoweredGpu {
   ChunkLayout layout;
   std::vector<LoweredTb> threadblocks;

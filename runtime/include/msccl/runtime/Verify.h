@@ -45,6 +45,14 @@ struct RunReport {
   VerifyResult verify;                      ///< checked == false when not verified.
 };
 
+/// What every run of `plan` at `options.size` starts from, whatever runs it (runCollective, the
+/// MPI runner of DistributedRun.h): the message sizes, the reduce op (options', else the plan's,
+/// else sum) and in-place-ness (options', else the plan's); timing and verification are left
+/// empty. Throws ExecutionError(InvalidSize) when the plan cannot take the size (the message says
+/// why, see messageSizesFor), ExecutionError(Unsupported) when `options.reduceOp` conflicts with
+/// the reduce_op of the plan's ops.
+RunReport startRun(const plan::Plan &plan, const RunOptions &options);
+
 /// Run and verify. With a backend that moves no data (Executor::movesData() false) the inputs
 /// are not filled and nothing is verified (verify.checked stays false).
 /// Throws ExecutionError(InvalidSize) when the plan cannot take size S (the message says why, see messageSizesFor), ExecutionError(Unsupported) when `reduceOp` conflicts
