@@ -83,15 +83,21 @@ std::optional<SourceLocation> SourceMap::resolve(uint32_t id, const ir::SourceId
   return out;
 }
 
-std::optional<SourceLocation> SourceMap::lookupSource(size_t g, size_t tb, llvm::ArrayRef<size_t> ops) const {
-  if (g >= gpus_.size() || tb >= gpus_[g].size() || ops.empty()) return std::nullopt;
+const OpSourceEntry *SourceMap::entry(size_t g, size_t tb, llvm::ArrayRef<size_t> ops) const {
+  if (g >= gpus_.size() || tb >= gpus_[g].size() || ops.empty()) return nullptr;
   const std::vector<OpSourceEntry> *level = &gpus_[g][tb];
   const OpSourceEntry *e = nullptr;
   for (size_t i : ops) {
-    if (i >= level->size()) return std::nullopt;
+    if (i >= level->size()) return nullptr;
     e = &(*level)[i];
     level = &e->inner;
   }
+  return e;
+}
+
+std::optional<SourceLocation> SourceMap::lookupSource(size_t g, size_t tb, llvm::ArrayRef<size_t> ops) const {
+  const OpSourceEntry *e = entry(g, tb, ops);
+  if (!e) return std::nullopt;
   return resolve(e->source, &e->fused);
 }
 

@@ -170,14 +170,7 @@ void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, con
     return;
   }
   diag.report(src->loc, DiagId::err_pass, {e.what()});
-  for (const ir::SourceContext &f : src->frames) {
-    switch (f.kind) {
-    case ir::SourceContext::For: diag.report(f.loc, DiagId::note_in_for, {f.name + " = " + f.value}); break;
-    case ir::SourceContext::Call: diag.report(f.loc, DiagId::note_in_call, {f.name}); break;
-    case ir::SourceContext::With: diag.report(f.loc, DiagId::note_in_with); break;
-    case ir::SourceContext::Param: diag.report(f.loc, DiagId::note_in_param, {f.name}); break;
-    }
-  }
+  reportSourceFrames(diag, *src);
   llvm::SMLoc related = sources.loc(e.related());
   if (related.isValid())
     diag.report(related, DiagId::note_pass_related);

@@ -12,14 +12,6 @@
 namespace msccl::driver {
 namespace {
 
-/// How many ops splitWideSyncOps makes of `op` (1 unless it is a sync op over more than 8 channels).
-size_t piecesOf(const plan::Op &op) {
-  constexpr size_t kMax = 8;
-  if (!op.channelIds || op.channelIds->size() <= kMax || plan::opShape(op.type) != plan::OpShape::Sync)
-    return 1;
-  return (op.channelIds->size() + kMax - 1) / kMax;
-}
-
 /// Repeats each entry as often as splitWideSyncOps repeats its op (call before the split).
 void splitEntries(const std::vector<plan::Op> &ops, std::vector<backend::OpSourceEntry> &entries) {
   if (entries.size() != ops.size())
@@ -29,7 +21,7 @@ void splitEntries(const std::vector<plan::Op> &ops, std::vector<backend::OpSourc
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].type == plan::OpType::Pipeline)
       splitEntries(ops[i].ops, entries[i].inner);
-    for (size_t k = piecesOf(ops[i]); k-- > 0;)
+    for (size_t k = verify::splitPieces(ops[i]); k-- > 0;)
       out.push_back(entries[i]);
   }
   entries = std::move(out);
@@ -39,23 +31,19 @@ void splitEntries(const std::vector<plan::Op> &ops, std::vector<backend::OpSourc
 std::optional<ir::OpSource> sourceOf(const backend::SourceMap *sources, const verify::OpRef &ref) {
   if (!sources || ref.rank < 0 || ref.tb < 0 || ref.op < 0)
     return std::nullopt;
-  auto &gpus = const_cast<backend::SourceMap *>(sources)->gpu(size_t(ref.rank));
-  if (size_t(ref.tb) >= gpus.size() || size_t(ref.op) >= gpus[size_t(ref.tb)].size())
-    return std::nullopt;
-  const backend::OpSourceEntry *e = &gpus[size_t(ref.tb)][size_t(ref.op)];
-  if (ref.inner >= 0) {
-    if (size_t(ref.inner) >= e->inner.size())
-      return std::nullopt;
-    e = &e->inner[size_t(ref.inner)];
-  }
-  std::optional<ir::OpSource> src = e->source ? sources->sources().resolve(e->source) : std::nullopt;
+  llvm::SmallVector<size_t, 2> ops{size_t(ref.op)};
+  if (ref.inner >= 0)
+    ops.push_back(size_t(ref.inner));
+  const backend::OpSourceEntry *e = sources->entry(size_t(ref.rank), size_t(ref.tb), ops);
+  std::optional<ir::OpSource> src = e && e->source ? sources->sources().resolve(e->source) : std::nullopt;
   if (!src || !src->loc.isValid())
     return std::nullopt;
   return src;
 }
 
-/// The loop / call / `with` / param frames around a call, as notes (as elaboration errors have).
-void reportFrames(diag::DiagEngine &diag, const ir::OpSource &src) {
+} // namespace
+
+void reportSourceFrames(diag::DiagEngine &diag, const ir::OpSource &src) {
   for (const ir::SourceContext &f : src.frames) {
     switch (f.kind) {
     case ir::SourceContext::For: diag.report(f.loc, diag::DiagId::note_in_for, {f.name + " = " + f.value}); break;
@@ -65,8 +53,6 @@ void reportFrames(diag::DiagEngine &diag, const ir::OpSource &src) {
     }
   }
 }
-
-} // namespace
 
 bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources) {
   if (sources)
@@ -99,7 +85,7 @@ bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan
     else
       diag.report(loc, diag::DiagId::err_plan_verify, {std::string(verify::findingKindName(f.kind)) + ": " + text});
     if (at)
-      reportFrames(diag, *at);
+      reportSourceFrames(diag, *at);
     for (const verify::OpRef &o : f.ops) {
       std::optional<ir::OpSource> src = sourceOf(sources, o);
       diag.report(src ? src->loc : fallback, diag::DiagId::note_plan_op, {o.str()});

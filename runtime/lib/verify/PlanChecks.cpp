@@ -159,14 +159,22 @@ std::vector<Finding> checkPlanShape(const Plan &plan) {
   return std::move(c.out);
 }
 
+constexpr size_t kMaxChannelsPerOp = 8;
+
+size_t splitPieces(const Op &op) {
+  if (!isSyncShape(op.type) || !op.channelIds || op.channelIds->size() <= kMaxChannelsPerOp)
+    return 1;
+  return (op.channelIds->size() + kMaxChannelsPerOp - 1) / kMaxChannelsPerOp;
+}
+
 unsigned splitWideSyncOps(Plan &plan) {
-  constexpr size_t kMax = 8;
+  constexpr size_t kMax = kMaxChannelsPerOp;
   unsigned split = 0;
   auto fix = [&](std::vector<Op> &ops) {
     std::vector<Op> out;
     out.reserve(ops.size());
     for (Op &o : ops) {
-      if (!isSyncShape(o.type) || !o.channelIds || o.channelIds->size() <= kMax) {
+      if (splitPieces(o) == 1) {
         out.push_back(std::move(o));
         continue;
       }

@@ -65,6 +65,8 @@ public:
   std::optional<SourceLocation> lookupSource(std::string_view opPath) const;
   /// The same by positions: gpu, threadblock, then the op index at each pipeline level.
   std::optional<SourceLocation> lookupSource(size_t gpu, size_t tb, llvm::ArrayRef<size_t> ops) const;
+  /// What lowering recorded for that op (its source ids); null when the map names no such op.
+  const OpSourceEntry *entry(size_t gpu, size_t tb, llvm::ArrayRef<size_t> ops) const;
 
   /// Writes the map as JSON (docs/source-map.md): {"version": 1, "ops": {PATH: LOCATION, ...}},
   /// paths in plan order.

@@ -22,6 +22,10 @@
 
 namespace msccl::driver {
 
+/// Reports the loop / fn call / `with` / param frames around an op's call as notes (`in for r = 0`,
+/// ...), as elaboration errors have: the notes of every error placed at an op's .msccl call.
+void reportSourceFrames(diag::DiagEngine &diag, const ir::OpSource &src);
+
 /// `sources` may be null (findings are then reported at `fallback`).
 bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources);
 

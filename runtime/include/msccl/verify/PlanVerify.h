@@ -84,6 +84,8 @@ std::vector<Finding> checkPlanShape(const plan::Plan &plan);
 /// consecutive ops of at most 8 (the executor's MAX_CHANNEL_PER_OPERATION); returns how many
 /// ops were split. Order of the channels is kept, so the plan's meaning is unchanged.
 unsigned splitWideSyncOps(plan::Plan &plan);
+/// How many ops splitWideSyncOps makes of `op`: 1, or ceil(channels / 8) for a sync op over more.
+size_t splitPieces(const plan::Op &op);
 
 struct VerifyOptions {
   bool postcondition = true;
