@@ -140,7 +140,7 @@ struct ProgramOptions {
 
 class Program;
 struct ProgramIR;
-struct SourceTable;
+class SourceTable;
 
 /// A chunk range of one rank's buffer: (rank, buffer kind, index, size), all in chunks; the
 /// index is absolute within that rank's buffer kind (scratch indices include the Buffer's
