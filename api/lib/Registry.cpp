@@ -13,6 +13,7 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Resolve.h"
 
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 
@@ -48,12 +49,6 @@ const char *inPlaceText(InPlace p) {
   return "?";
 }
 
-std::string lower(std::string s) {
-  for (char &c : s)
-    c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool hasTag(const RegisteredPlan &p, const std::string &t) {
   return std::find(p.info.tags.begin(), p.info.tags.end(), t) != p.info.tags.end();
 }
@@ -67,10 +62,28 @@ size_t preferredCount(const RegisteredPlan &p, const SelectRequest &r) {
 
 uint64_t rangeWidth(const RegisteredPlan &p) { return *p.info.maxBytes - *p.info.minBytes; }
 
-/// Hard filters: empty when the plan is eligible, else why not.
+/// The hard filters without building a reason (the per-call path of select()).
+bool eligible(const RegisteredPlan &p, const SelectRequest &r) {
+  const PlanInfo &i = p.info;
+  if (i.worldSize != r.worldSize || !llvm::StringRef(i.collective).equals_insensitive(r.collective))
+    return false;
+  if (r.messageBytes < *i.minBytes || r.messageBytes > *i.maxBytes)
+    return false;
+  if ((r.inPlace && *i.inPlace == InPlace::OutOfPlace) || (!r.inPlace && *i.inPlace == InPlace::InPlace))
+    return false;
+  uint32_t rpn = r.ranksPerNode ? r.ranksPerNode : r.worldSize;
+  if (i.ranksPerNode ? i.ranksPerNode != rpn : !p.fitsRanksPerNode(rpn))
+    return false;
+  for (auto &t : r.requiredTags)
+    if (!hasTag(p, t))
+      return false;
+  return true;
+}
+
+/// Hard filters: empty when the plan is eligible, else why not (the same tests as eligible()).
 std::string judge(const RegisteredPlan &p, const SelectRequest &r) {
   const PlanInfo &i = p.info;
-  if (lower(i.collective) != lower(r.collective))
+  if (!llvm::StringRef(i.collective).equals_insensitive(r.collective))
     return "collective is " + i.collective + ", not " + r.collective;
   if (i.worldSize != r.worldSize)
     return "world size is " + std::to_string(i.worldSize) + ", not " + std::to_string(r.worldSize);
@@ -336,7 +349,7 @@ const RegisteredPlan *PlanRegistry::select(const SelectRequest &request) const {
     const RegisteredPlan *best = nullptr;
     size_t bestPref = 0;
     for (auto &p : impl_->plans) {
-      if (!judge(*p, request).empty())
+      if (!eligible(*p, request))
         continue;
       size_t pref = preferredCount(*p, request);
       if (!best || pref > bestPref || (pref == bestPref && rangeWidth(*p) < rangeWidth(*best))) {
