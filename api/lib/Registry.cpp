@@ -1,9 +1,11 @@
 //===- Registry.cpp - PlanRegistry: register, select by rule or selector, explain --------===//
 //
 // Consumes plans with PlanInfo; produces, per SelectRequest, the chosen plan and one reason per
-// registered plan. One function, judge(), decides whether a plan passes the hard filters and
-// why not, so select() and explain() cannot disagree: select = judge every plan, then rank the
-// eligible ones (preferred tags, narrowest range, registration order) or ask the selector.
+// registered plan. judge() decides whether a plan passes the hard filters and says why not;
+// eligible() tests the same conditions without building text (select()'s per-call path; the
+// api.registry test checks that select() and explain() agree on every request it makes).
+// Then the eligible plans are ranked (preferred tags, narrowest range, registration order) or
+// the selector chooses.
 // The ranks-per-node default is derived from the plan: the rank pairs its memory and switch
 // channels join (loads and stores) must share a node.
 //
@@ -182,8 +184,8 @@ struct PlanRegistry::Impl {
                                    });
       j.chooseReason = "chosen";
       if (j.candidates.size() > 1)
-        j.chooseReason += " (" + std::to_string(preferredCount(*j.chosen, r)) + " preferred tag(s), range width " +
-                          bytesText(rangeWidth(*j.chosen)) + ")";
+        j.chooseReason += " (" + std::to_string(preferredCount(*j.chosen, r)) + " preferred tag(s), range [" +
+                          bytesText(*j.chosen->info.minBytes) + ", " + bytesText(*j.chosen->info.maxBytes) + "])";
     }
     for (auto &e : j.all) {
       if (!e.eligible) {

@@ -257,3 +257,44 @@ TEST_CASE("files and directories: plans and programs", "[registry]") {
   }
   CHECK_THROWS_AS(reg2.addDirectory(dir.file("missing"), p), Error);
 }
+
+TEST_CASE("select() and explain() agree", "[registry]") {
+  PlanRegistry reg;
+  PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
+  PlanPtr ringIn = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "true"}});
+  reg.add(stdlibPlan("allreduce/allpairs", {{"ranks", "4"}, {"inplace", "false"}}), named("allpairs"));
+  reg.add(stdlibPlan("allreduce/hierarchical", {{"ranks", "4"}, {"ranks_per_node", "2"}, {"inplace", "false"}}),
+          named("hier"));
+  PlanInfo small = named("small"), tagged = named("tagged"), in = named("in");
+  small.maxBytes = 4096;
+  tagged.tags = {"t"};
+  tagged.minBytes = 1024;
+  in.maxBytes = 1 << 16;
+  reg.add(ring, small);
+  reg.add(ring, tagged);
+  reg.add(ringIn, in);
+  size_t requests = 0, chosenSome = 0;
+  for (const char *coll : {"allreduce", "AllReduce", "allgather"})
+    for (uint32_t rpn : {0u, 1u, 2u, 4u})
+      for (uint64_t bytes : {uint64_t(0), uint64_t(1024), uint64_t(4096), uint64_t(4097), uint64_t(1) << 20})
+        for (bool inPlace : {false, true})
+          for (int tags = 0; tags < 3; ++tags) {
+            SelectRequest r = req(coll, 4, bytes, inPlace, rpn);
+            if (tags == 1)
+              r.preferredTags = {"t"};
+            if (tags == 2)
+              r.requiredTags = {"t"};
+            const RegisteredPlan *s = reg.select(r);
+            const RegisteredPlan *e = nullptr;
+            for (auto &x : reg.explain(r))
+              if (x.chosen)
+                e = x.plan;
+            INFO(reg.explainText(r));
+            REQUIRE(s == e);
+            ++requests;
+            chosenSome += s != nullptr;
+          }
+  CHECK(requests == 360);
+  CHECK(chosenSome > 50);
+  CHECK(chosenSome < requests);
+}
