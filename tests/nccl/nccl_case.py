@@ -24,7 +24,7 @@ def main():
     os.mkdir(plans)
     for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring", "alltoall/allpairs"]:
         out = os.path.join(plans, algo.replace("/", "_") + ".json")
-        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4"], check=True)
+        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4", "-D", "inplace=false"], check=True)
     log = os.path.join(tmp, "standin.log")
     env = dict(os.environ)
     env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_NCCL_LIB_PATH=a.standin, MSCCL_DEBUG="INFO",
@@ -61,8 +61,12 @@ def main():
                 problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
-        if not re.search(r"MSCCL INFO rank %d: ncclAllGather \d+ bytes: NCCL \(no plan: " % rank, p.stderr):
-            problems.append("no MSCCL_DEBUG explain line for rank %d's unplanned allgather" % rank)
+        if not re.search(r"MSCCL INFO rank %d: ncclAllGather 197520 bytes: NCCL \(plan allgather_ring cannot run this "
+                         r"call: .*not a multiple" % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG reason for rank %d's allgather of a size the plan cannot split" % rank)
+        if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 1024 bytes: NCCL \(no plan: request: allreduce, 4 ranks.*"
+                         r"in place;.*allreduce_ring \[[^]]*\]: not eligible: the call is in place" % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG explain line for rank %d's in-place allreduce" % rank)
     for pr in problems:
         print("FAIL: " + pr)
     print("%d problem(s); stand-in log: %d lines" % (len(problems), len(standin)))
