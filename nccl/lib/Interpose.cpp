@@ -7,7 +7,8 @@
 //     unique-id bootstrap) and, alongside, the real NCCL's communicator from the real id, so
 //     any later call can fall back (also point-to-point calls, which only some ranks make);
 //   * the registry (msccl.hpp's PlanRegistry) is filled once per process at the first init from
-//     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache);
+//     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache
+//     with the -D values of MSCCL_PLANS_DEFINES="ranks=8,inplace=false");
 //   * each collective asks the registry for a plan for (collective, world size, ranks per node,
 //     bytes, in-place) and runs it with Executor::execute, or forwards the call unchanged to the
 //     real NCCL's communicator; Send/Recv, Gather/Scatter and every other function forward;
@@ -144,7 +145,23 @@ std::shared_ptr<msccl::PlanRegistry> registry(std::string &error) {
     const char *dir = std::getenv("MSCCL_PLANS");
     if (dir && *dir) {
       try {
-        size_t n = gRegistry->addDirectory(dir);
+        // .msccl programs compile (through the cache) with MSCCL_PLANS_DEFINES="NAME=VALUE,...".
+        msccl::CompileParams params;
+        if (const char *d = std::getenv("MSCCL_PLANS_DEFINES"); d && *d) {
+          std::string all = d;
+          for (size_t pos = 0; pos <= all.size();) {
+            size_t comma = all.find(',', pos);
+            std::string item = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+            size_t eq = item.find('=');
+            if (eq == std::string::npos || eq == 0)
+              throw std::runtime_error("MSCCL_PLANS_DEFINES: '" + item + "' is not NAME=VALUE");
+            params.defines.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+            if (comma == std::string::npos)
+              break;
+            pos = comma + 1;
+          }
+        }
+        size_t n = gRegistry->addDirectory(dir, params);
         if (infoLogging())
           logLine("%zu plan(s) registered from %s (MSCCL_PLANS)", n, dir);
       } catch (const std::exception &e) {
