@@ -25,7 +25,8 @@ case "$mode" in demo|test|fuzz) ;; *) echo "usage: $0 [demo|test|fuzz]" >&2; exi
 
 # --- 1. Debian packages ---------------------------------------------------------------------
 packages=(cmake ninja-build g++ antlr4 libantlr4-runtime-dev nlohmann-json3-dev catch2
-          llvm-14-dev llvm-14-tools python3 vim openmpi-bin libopenmpi-dev)
+          llvm-14-dev llvm-14-tools python3 vim openmpi-bin libopenmpi-dev
+          libzmq3-dev)
 [[ $mode != fuzz ]] || packages+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
@@ -65,7 +66,7 @@ if [[ $mode == fuzz ]]; then
   echo "== the test suite under ASan+UBSan (editor, cuda and mpi tests excluded)"
   # mpi: OpenMPI's own allocations are reported as leaks by LeakSanitizer; the multi-process
   # runtime's op code is the CPU executor's, which the other tests run under the sanitizers.
-  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda|mpi)\.')
+  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda|mpi|nccl)\.')
   status=0
   for target in compile plan cpu; do
     dict=plan.dict seeds=plan
