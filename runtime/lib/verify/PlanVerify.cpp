@@ -331,9 +331,12 @@ void Verifier::startLaunch(uint32_t r) {
 void Verifier::endLaunch(uint32_t r) {
   RankRun &rr = ranks_[r];
   const uint32_t h = hostOf(r);
-  for (uint32_t t : rr.tbs) {
-    Clock c = releaseClock(tbs_[t], true);
-    join(clk(h), c);
+  for (uint32_t t : rr.tbs) { // join releaseClock(tb, true) without copying it
+    const TbRun &tb = tbs_[t];
+    Clock &hc = clk(h);
+    join(hc, clk(tb.actor));
+    join(hc, pending_[tb.actor]);
+    hc[tb.actor] = std::max(hc[tb.actor], Tick(tb.serial + 1));
   }
   hostSerial_[r]++;
   bool ok;

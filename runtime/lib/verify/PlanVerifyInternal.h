@@ -190,7 +190,24 @@ private:
       return;
     if (into.size() < from.size())
       into.resize(from.size(), 0);
-    for (size_t i = 0; i < from.size(); ++i)
+    joinTicks(into.data(), from.data(), from.size());
+  }
+  /// into[i] = max(into[i], from[i]) for i < n: the verifier's hot loop (most of its time at 64
+  /// ranks goes to joining clocks of 8 K actors), 16 ticks per step with GCC/Clang vector
+  /// extensions (any x86-64 or AArch64; `into` and `from` never overlap).
+  static void joinTicks(Tick *__restrict into, const Tick *__restrict from, size_t n) {
+    size_t i = 0;
+#if defined(__GNUC__)
+    typedef Tick V __attribute__((vector_size(32)));
+    for (; i + 16 <= n; i += 16) {
+      V a, b;
+      __builtin_memcpy(&a, into + i, sizeof a);
+      __builtin_memcpy(&b, from + i, sizeof b);
+      a = a > b ? a : b;
+      __builtin_memcpy(into + i, &a, sizeof a);
+    }
+#endif
+    for (; i < n; ++i)
       into[i] = std::max(into[i], from[i]);
   }
   Clock &clk(uint32_t a) {
