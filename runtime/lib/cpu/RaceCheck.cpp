@@ -34,6 +34,8 @@ void RaceChecker::reset() {
   const Clocks zero{Clock(n, 0), Clock(n, 0)};
   clocks_.assign(n, zero);
   pending_.assign(numTbs_, zero);
+  base_.assign(numTbs_, 0);
+  epoch_.assign(numTbs_, 0);
   memFifo_.assign(shapes_.size(), {});
   portFifo_.assign(shapes_.size(), {});
   semClocks_.assign(shapes_.size(), {});
@@ -62,25 +64,31 @@ void RaceChecker::startLaunch(uint32_t launch, const std::vector<TbState> &tbs) 
       c[h]++;
     hostAccess(r, true, true);
   }
-  for (const TbState &tb : tbs)
+  for (const TbState &tb : tbs) {
     for (int f = 0; f < 2; ++f) {
       join(clocks_[tb.actor][f], clocks_[hostOf(tb.rank)][f]);
       std::fill(pending_[tb.actor][f].begin(), pending_[tb.actor][f].end(), 0);
     }
+    epoch_[tb.actor]++;
+  }
 }
+
+uint32_t RaceChecker::tick(const TbState &tb) const { return base_[tb.actor] + uint32_t(tb.serial) + 1; }
 
 void RaceChecker::endLaunch(const std::vector<TbState> &tbs) {
   if (!launchModel_)
     return;
   // Rank r's kernel end: every op of its tbs is complete (their proxy lanes' puts are not:
   // only a flush brings them back), then the host reads r's output and input.
-  for (const TbState &tb : tbs)
+  for (const TbState &tb : tbs) {
     for (int f = 0; f < 2; ++f) {
       Clock &hc = clocks_[hostOf(tb.rank)][f];
       join(hc, clocks_[tb.actor][f]);
       join(hc, pending_[tb.actor][f]);
-      hc[tb.actor] = std::max(hc[tb.actor], clocks_[tb.actor][f][tb.actor] + 1);
+      hc[tb.actor] = std::max(hc[tb.actor], base_[tb.actor] + uint32_t(tb.serial)); // every op of the launch
     }
+    base_[tb.actor] += uint32_t(tb.serial) + 1;
+  }
   for (uint32_t r = 0; r < numRanks_; ++r) {
     const uint32_t h = hostOf(r);
     for (Clock &c : clocks_[h])
@@ -93,7 +101,7 @@ void RaceChecker::hostAccess(uint32_t rank, bool write, bool start) {
   const RankState &rs = (*ranks_)[rank];
   Access now;
   now.actor = hostOf(rank);
-  now.epoch = clocks_[now.actor][0][now.actor];
+  now.tick = clocks_[now.actor][0][now.actor];
   now.launch = launch_;
   now.rank = rank;
   now.pc = start ? 0 : 1;
@@ -113,16 +121,17 @@ RaceChecker::Clock RaceChecker::releaseClock(int f, const TbState &tb, bool with
   Clock c = clocks_[tb.actor][f];
   join(c, pending_[tb.actor][f]); // cumulativity: what the signalling thread acquired
   if (withCurrent)
-    c[tb.actor]++;
+    c[tb.actor] = tick(tb);
   return c;
 }
 
 void RaceChecker::nop(const TbState &tb) {
   for (int f = 0; f < 2; ++f) {
     Clock &c = clocks_[tb.actor][f];
-    c[tb.actor]++;
+    c[tb.actor] = std::max(c[tb.actor], tick(tb) - 1); // the ops before this one completed
     join(c, pending_[tb.actor][f]);
   }
+  epoch_[tb.actor]++;
 }
 
 void RaceChecker::barrierArrive(const TbState &tb, uint32_t id, uint64_t generation) {
@@ -245,8 +254,8 @@ void RaceChecker::packetRelease(const TbState &tb, const LoweredOp &op, bool pro
 bool RaceChecker::ordered(const Access &before, const Access &now, const Clock &clock) const {
   if (before.actor == now.actor)
     return before.actor >= numTbs_ || (before.launch == now.launch && before.serial == now.serial) ||
-           before.epoch <= clock[now.actor];
-  return before.epoch <= clock[before.actor];
+           before.epoch < now.epoch;
+  return before.tick <= clock[before.actor];
 }
 
 void RaceChecker::split(uintptr_t at) {
@@ -344,10 +353,11 @@ RaceChecker::Access RaceChecker::tbAccess(const TbState &tb, const LoweredOp &op
       clocks_[p][f][p]++;
     }
     now.actor = p;
-    now.epoch = clocks_[p][0][p];
+    now.tick = clocks_[p][0][p];
   } else {
     now.actor = tb.actor;
-    now.epoch = clocks_[tb.actor][0][tb.actor] + 1;
+    now.epoch = epoch_[tb.actor];
+    now.tick = tick(tb);
   }
   return now;
 }
@@ -395,7 +405,9 @@ void RaceChecker::check(const Access &now, const uint8_t *addr, uint64_t len, ui
   // Check.
   for (auto it = shadow_.lower_bound(lo); it != shadow_.end() && it->first < hi; ++it) {
     Segment &s = it->second;
-    if (s.hasWrite && !ordered(s.write, now, clock))
+    // A packet read waits for its launch's flag: it is ordered after the packet write it reads.
+    const bool flagged = now.packet && !now.write && s.write.packet;
+    if (s.hasWrite && !flagged && !ordered(s.write, now, clock))
       race(s.write, it->first, s.end);
     if (now.write)
       for (const Access &r : s.reads)

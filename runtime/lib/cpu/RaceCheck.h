@@ -8,8 +8,9 @@
 // Model (spec plan#6.3, plan#8.1; docs/verification.md "The GPU model", the static verifier's
 // model), ThreadSanitizer-style vector clocks. Actors: every threadblock (rank, tb), per
 // threadblock its port-channel proxy lane, and per rank its host (the caller). Each actor has a
-// vector clock over all actors. A threadblock's accesses belong to its current "sync epoch";
-// `nop` and `barrier` (__syncthreads) complete the epoch. Two accesses to overlapping bytes of
+// vector clock over all actors; a threadblock's component counts its ops (a release names the
+// ops before it, not the whole epoch). A threadblock's accesses belong to its current "sync
+// epoch"; `nop` and `barrier` (__syncthreads) complete the epoch. Two accesses to overlapping bytes of
 // which at least one writes race unless the earlier one happens-before the later one:
 //  * same threadblock: a `nop`/`barrier` between them (accesses of one op never race);
 //  * memory `signal` releases the signalling tb's completed (pre-`nop`) epochs plus what it had
@@ -120,7 +121,9 @@ private:
   /// [0]: strict rules; [1]: relaxed signal/wait as release/acquire.
   using Clocks = std::array<Clock, 2>;
   struct Access {
-    uint32_t actor = 0, epoch = 0;
+    uint32_t actor = 0;
+    uint32_t epoch = 0; ///< A tb's sync epoch (nops seen): same-tb accesses are ordered across a nop.
+    uint32_t tick = 0;  ///< Other actors know this access when their clock of `actor` >= tick.
     uint32_t launch = 0;
     uint64_t serial = 0; ///< Dynamic op instance of the tb (accesses of one op never race).
     uint32_t rank = 0, tbId = 0; ///< The tb's rank and id (the host: its rank).
@@ -167,6 +170,10 @@ private:
   std::vector<RankShape> shapes_;
   std::vector<Clocks> clocks_;   ///< Per actor (tbs, proxy lanes, hosts): its two clocks.
   std::vector<Clocks> pending_;  ///< Per tb: acquired by one thread, effective at the next nop.
+  /// Per tb: its clock component counts its ops over all launches (op k of a launch has tick
+  /// base_ + k + 1), so a release names exactly the ops before it; epoch_ counts its nops.
+  std::vector<uint32_t> base_, epoch_;
+  uint32_t tick(const TbState &tb) const;
   std::vector<std::vector<std::deque<Msg>>> memFifo_, portFifo_; ///< [rank][channel].
   std::vector<std::vector<Clocks>> semClocks_;                    ///< [rank][semaphore].
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, Clocks> barrierClocks_; ///< (rank, id, generation).
