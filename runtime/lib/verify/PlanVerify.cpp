@@ -317,6 +317,13 @@ void Verifier::startLaunch(uint32_t r) {
     plainVal_[a] = kUninit;
   }
   hc[h] = Tick(hostSerial_[r]);
+  if (opt_.races) {
+    if (hostStart_.size() <= r)
+      hostStart_.resize(n_);
+    if (hostStart_[r].size() <= rr.launch)
+      hostStart_[r].resize(rr.launch + 1);
+    hostStart_[r][rr.launch] = hc;
+  }
   for (uint32_t t : rr.tbs) {
     TbRun &tb = tbs_[t];
     join(clk(tb.actor), hc);
