@@ -85,7 +85,9 @@ struct CommandLine {
                         cl::value_desc("0|1"), cl::cat(Cat)};
   cl::opt<bool> raceCheck{"race-check",
                           cl::desc("cpu backend: report data races a GPU could exhibit (missing nop, signal/wait, "
-                                   "barrier, flush) as errors"),
+                                   "barrier, flush, entry/exit handshake, scratch reused by the next launch while a "
+                                   "peer is still in this one) as errors; needs 3 launches per size (-w + -n) to see "
+                                   "every race across launches"),
                           cl::init(false), cl::cat(Cat)};
   cl::opt<bool> noRaceCheck{"no-race-check", cl::desc("cpu backend: do not check for data races"), cl::init(false),
                             cl::cat(Cat)};
@@ -829,7 +831,9 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   out << "# "
       << (failed                 ? "FAILED"
           : o.backend == "sim"   ? "all sizes simulated (model output; nothing verified)"
-                                 : "all results correct")
+          : o.backend != "cpu"   ? "all results correct"
+          : o.raceCheck          ? "all results correct, no data race (--race-check)"
+                                 : "all results correct (data races not checked: --race-check, or msccl-verify)")
       << "\n" << std::flush;
   return failed ? 1 : 0;
 }
