@@ -27,8 +27,10 @@
 #include "msccl/verify/PlanVerify.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -157,4 +159,57 @@ TEST_CASE("the race checker is off by default and changes no result", "[races]")
   RunReport rep = runCollective(*plain, plan, ro);
   CHECK(rep.verify.checked);
   CHECK(rep.verify.wrong == 0);
+}
+
+// plans-launch/: 2-rank stdlib plans (mscclc) and one mutation each, one per class the launch
+// model adds: no entry / exit handshake, scratch rewritten by the next launch while the peer still
+// reads it, an unflushed last port put, LL scratch reused without the double buffer, a relaxed exit
+// handshake (a warning). Each carries x_expect {kind: ok|race|warning, contains: [...]}. The
+// checker must report exactly that, the verifier must agree, and the old lockstep model
+// (raceCheckLaunches = false) must miss every one of them.
+TEST_CASE("the launch model: entry/exit handshakes, reuse across launches, flush, LL scratch", "[races]") {
+  const std::vector<std::string> files = msccl::test::jsonFiles(msccl::test::plansDir() + "-launch");
+  REQUIRE(files.size() >= 7);
+  CpuExecutorOptions launches, lockstep;
+  launches.raceCheck = lockstep.raceCheck = true;
+  lockstep.raceCheckLaunches = false;
+  auto ex = makeCpuExecutor(launches), old = makeCpuExecutor(lockstep);
+  std::set<std::string> kinds;
+  for (const std::string &file : files) {
+    INFO(file);
+    std::ifstream in(file);
+    nlohmann::json j = nlohmann::json::parse(in);
+    const std::string kind = j["x_expect"]["kind"];
+    const auto contains = j["x_expect"]["contains"].get<std::vector<std::string>>();
+    kinds.insert(kind);
+    Plan plan = parsePlan(j.dump());
+    CHECK(verifierFindsRace(plan) == (kind == "race"));
+    RunOptions ro;
+    ro.size = 256;
+    ro.iterations = 3; // launch 3 reuses the first half of a double scratch buffer
+    RunReport lockstepRun = runCollective(*old, plan, ro);
+    CHECK(lockstepRun.verify.wrong == 0);
+    CHECK(lockstepRun.warnings.empty());
+    if (kind == "race") {
+      try {
+        runCollective(*ex, plan, ro);
+        FAIL("expected a data race report");
+      } catch (const ExecutionError &e) {
+        CHECK(e.kind() == ErrorKind::Misuse);
+        CHECK_THAT(std::string(e.what()), Catch::Contains("data races in launch"));
+        for (const std::string &s : contains)
+          CHECK_THAT(std::string(e.what()), Catch::Contains(s));
+      }
+      continue;
+    }
+    RunReport rep = runCollective(*ex, plan, ro);
+    CHECK(rep.verify.wrong == 0);
+    CHECK(rep.warnings.empty() == (kind == "ok"));
+    std::string warnings;
+    for (const std::string &w : rep.warnings)
+      warnings += w + "\n";
+    for (const std::string &s : contains)
+      CHECK_THAT(warnings, Catch::Contains(s));
+  }
+  CHECK(kinds == std::set<std::string>{"ok", "race", "warning"});
 }

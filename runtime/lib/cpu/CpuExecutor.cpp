@@ -219,12 +219,16 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
   if (m.race) {
     std::vector<cpu::RaceChecker::RankShape> shapes;
     uint32_t numTbs = 0;
+    bool relaxed = false;
     for (uint32_t r = 0; r < m.ranks.size(); ++r) {
       const RankState &rs = m.ranks[r];
       shapes.push_back({rs.memSignals.size(), rs.portSignals.size(), rs.semaphores.size()});
       numTbs += uint32_t(lowered.gpus[r].threadblocks.size());
+      for (const LoweredTb &tb : lowered.gpus[r].threadblocks)
+        for (const LoweredOp &op : tb.ops)
+          relaxed = relaxed || op.type == OpType::RelaxedSignal || op.type == OpType::RelaxedWait;
     }
-    race.begin(numTbs, shapes, m.ranks, options_.raceCheckLaunches);
+    race.begin(numTbs, shapes, m.ranks, options_.raceCheckLaunches, relaxed);
   }
 
   ExecuteResult result;

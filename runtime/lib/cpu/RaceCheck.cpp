@@ -16,8 +16,9 @@ namespace msccl::runtime::cpu {
 using namespace msccl::plan;
 
 void RaceChecker::begin(uint32_t numTbs, const std::vector<RankShape> &shapes, const std::vector<RankState> &ranks,
-                        bool launchModel) {
+                        bool launchModel, bool relaxed) {
   launchModel_ = launchModel;
+  fam_ = launchModel && relaxed ? 2 : 1;
   numTbs_ = numTbs;
   numRanks_ = uint32_t(ranks.size());
   ranks_ = &ranks;
@@ -31,7 +32,7 @@ void RaceChecker::begin(uint32_t numTbs, const std::vector<RankShape> &shapes, c
 
 void RaceChecker::reset() {
   const size_t n = 2 * size_t(numTbs_) + numRanks_;
-  const Clocks zero{Clock(n, 0), Clock(n, 0)};
+  const Clocks zero{Clock(n, 0), fam_ == 2 ? Clock(n, 0) : Clock()};
   clocks_.assign(n, zero);
   pending_.assign(numTbs_, zero);
   base_.assign(numTbs_, 0);
@@ -60,12 +61,12 @@ void RaceChecker::startLaunch(uint32_t launch, const std::vector<TbState> &tbs) 
   // from what the host knows (r's earlier launches), nothing else.
   for (uint32_t r = 0; r < numRanks_; ++r) {
     const uint32_t h = hostOf(r);
-    for (Clock &c : clocks_[h])
-      c[h]++;
+    for (int f = 0; f < fam_; ++f)
+      clocks_[h][f][h]++;
     hostAccess(r, true, true);
   }
   for (const TbState &tb : tbs) {
-    for (int f = 0; f < 2; ++f) {
+    for (int f = 0; f < fam_; ++f) {
       join(clocks_[tb.actor][f], clocks_[hostOf(tb.rank)][f]);
       std::fill(pending_[tb.actor][f].begin(), pending_[tb.actor][f].end(), 0);
     }
@@ -81,7 +82,7 @@ void RaceChecker::endLaunch(const std::vector<TbState> &tbs) {
   // Rank r's kernel end: every op of its tbs is complete (their proxy lanes' puts are not:
   // only a flush brings them back), then the host reads r's output and input.
   for (const TbState &tb : tbs) {
-    for (int f = 0; f < 2; ++f) {
+    for (int f = 0; f < fam_; ++f) {
       Clock &hc = clocks_[hostOf(tb.rank)][f];
       join(hc, clocks_[tb.actor][f]);
       join(hc, pending_[tb.actor][f]);
@@ -91,8 +92,8 @@ void RaceChecker::endLaunch(const std::vector<TbState> &tbs) {
   }
   for (uint32_t r = 0; r < numRanks_; ++r) {
     const uint32_t h = hostOf(r);
-    for (Clock &c : clocks_[h])
-      c[h]++;
+    for (int f = 0; f < fam_; ++f)
+      clocks_[h][f][h]++;
     hostAccess(r, false, false);
   }
 }
@@ -126,7 +127,7 @@ RaceChecker::Clock RaceChecker::releaseClock(int f, const TbState &tb, bool with
 }
 
 void RaceChecker::nop(const TbState &tb) {
-  for (int f = 0; f < 2; ++f) {
+  for (int f = 0; f < fam_; ++f) {
     Clock &c = clocks_[tb.actor][f];
     c[tb.actor] = std::max(c[tb.actor], tick(tb) - 1); // the ops before this one completed
     join(c, pending_[tb.actor][f]);
@@ -141,14 +142,14 @@ void RaceChecker::barrierArrive(const TbState &tb, uint32_t id, uint64_t generat
   if (it == barrierClocks_.end())
     barrierClocks_.emplace(key, clocks_[tb.actor]);
   else
-    for (int f = 0; f < 2; ++f)
+    for (int f = 0; f < fam_; ++f)
       join(it->second[f], clocks_[tb.actor][f]);
 }
 
 void RaceChecker::barrierLeave(const TbState &tb, uint32_t id, uint64_t generation) {
   auto it = barrierClocks_.find(std::make_tuple(tb.rank, id, generation));
   if (it != barrierClocks_.end())
-    for (int f = 0; f < 2; ++f)
+    for (int f = 0; f < fam_; ++f)
       join(clocks_[tb.actor][f], it->second[f]);
   nop(tb);
 }
@@ -159,7 +160,7 @@ void RaceChecker::signal(const TbState &tb, ChannelType ct, uint32_t peer, uint3
   Msg m;
   m.relaxed = !data;
   m.ctrl = clocks_[hostOf(tb.rank)][0]; // the signalling kernel runs: its earlier launches ended
-  for (int f = 0; f < 2; ++f) {
+  for (int f = 0; f < fam_; ++f) {
     if (f == 0 && !data)
       continue; // a relaxed signal orders no data
     m.data[f] = releaseClock(f, tb, withCurrent);
@@ -179,22 +180,23 @@ void RaceChecker::wait(const TbState &tb, ChannelType ct, uint32_t channel, bool
     join(p[0], m.ctrl);
   if (data && !m.relaxed)
     join(p[0], m.data[0]);
-  join(p[1], m.data[1]);
+  if (fam_ == 2)
+    join(p[1], m.data[1]);
   fifo.pop_front();
 }
 
 void RaceChecker::semRelease(const TbState &tb, uint32_t id) {
-  for (int f = 0; f < 2; ++f)
+  for (int f = 0; f < fam_; ++f)
     join(semClocks_[tb.rank][id][f], releaseClock(f, tb, false));
 }
 
 void RaceChecker::semAcquire(const TbState &tb, uint32_t id) {
-  for (int f = 0; f < 2; ++f)
+  for (int f = 0; f < fam_; ++f)
     join(pending_[tb.actor][f], semClocks_[tb.rank][id][f]);
 }
 
 void RaceChecker::flush(const TbState &tb) {
-  for (int f = 0; f < 2; ++f)
+  for (int f = 0; f < fam_; ++f)
     join(pending_[tb.actor][f], clocks_[proxyOf(tb.actor)][f]);
 }
 
@@ -205,7 +207,7 @@ void RaceChecker::packetAcquire(const TbState &tb, const LoweredOp &op, const ui
     --it;
   for (; it != packets_.end() && it->first < hi; ++it)
     if (it->second.first > lo)
-      for (int f = 0; f < 2; ++f)
+      for (int f = 0; f < fam_; ++f)
         join(clocks_[tb.actor][f], it->second.second[f]);
   if (launchModel_ && bytes) {
     Access now = tbAccess(tb, op, false, false);
@@ -225,7 +227,7 @@ void RaceChecker::packetRelease(const TbState &tb, const LoweredOp &op, bool pro
   }
   const uintptr_t lo = uintptr_t(addr), hi = lo + bytes;
   Clocks c;
-  for (int f = 0; f < 2; ++f) {
+  for (int f = 0; f < fam_; ++f) {
     c[f] = releaseClock(f, tb, true);
     if (proxy)
       join(c[f], clocks_[proxyOf(tb.actor)][f]);
@@ -348,7 +350,7 @@ RaceChecker::Access RaceChecker::tbAccess(const TbState &tb, const LoweredOp &op
   if (proxy) {
     // The proxy performs the transfer after every completed epoch of its tb.
     uint32_t p = proxyOf(tb.actor);
-    for (int f = 0; f < 2; ++f) {
+    for (int f = 0; f < fam_; ++f) {
       join(clocks_[p][f], releaseClock(f, tb, false));
       clocks_[p][f][p]++;
     }
@@ -390,7 +392,7 @@ void RaceChecker::check(const Access &now, const uint8_t *addr, uint64_t len, ui
                         uint64_t offset) {
   if (len == 0)
     return;
-  const Clock &clock = clocks_[now.actor][0], &strong = clocks_[now.actor][1];
+  const Clock &clock = clocks_[now.actor][0], &strong = clocks_[now.actor][fam_ - 1];
   const uintptr_t lo = uintptr_t(addr), hi = lo + len;
   auto race = [&](const Access &other, uintptr_t from, uintptr_t to) {
     const bool warning = launchModel_ && (isHost(other.actor) || isHost(now.actor)) && ordered(other, now, strong);

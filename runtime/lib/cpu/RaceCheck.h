@@ -35,8 +35,8 @@
 // reads r's output and input. Because the n-th wait of a channel pairs with its n-th signal in
 // every schedule, the happens-before relation is the same in the lockstep CPU run as in any
 // skewed GPU run, so checking it here checks every skew.
-// Relaxed handshakes: every clock exists twice, strict (above) and "strong" (relaxed
-// signal/wait treated as release/acquire). A pair unordered under strict rules but ordered under
+// Relaxed handshakes: in plans with rlxsignal/rlxwait every clock exists twice, strict (above)
+// and "strong" (relaxed signal/wait treated as release/acquire). A pair unordered under strict rules but ordered under
 // strong ones, one of whose accesses is a host's (kernel start/end), is a warning (the
 // verifier's stance on relaxed exit handshakes), not a race.
 // Launch model off: launch boundaries are full synchronisation (state reset per launch) and the
@@ -76,8 +76,10 @@ public:
   /// Once per execute call, before the first launch. `numTbs`: threadblocks of a launch (the
   /// same every launch; TbState::actor is the index among them); `ranks` the ranks' buffers
   /// (kept by pointer: host accesses and report locations). `launchModel`: see above.
+  /// `relaxed`: the plan has rlxsignal/rlxwait ops (else the strong clocks equal the strict
+  /// ones and are not kept).
   void begin(uint32_t numTbs, const std::vector<RankShape> &shapes, const std::vector<RankState> &ranks,
-             bool launchModel);
+             bool launchModel, bool relaxed);
   /// Launch `launch` (0-based) starts on every rank; `tbs` its threadblocks.
   void startLaunch(uint32_t launch, const std::vector<TbState> &tbs);
   /// Every rank's launch ended (all `tbs` done).
@@ -165,6 +167,7 @@ private:
   std::string describe(const Access &a) const;
 
   bool launchModel_ = true;
+  int fam_ = 2; ///< Clock families kept: 2 with the launch model and relaxed ops, else 1.
   uint32_t numTbs_ = 0, numRanks_ = 0, launch_ = 0;
   const std::vector<RankState> *ranks_ = nullptr;
   std::vector<RankShape> shapes_;
