@@ -11,7 +11,8 @@
 #  - a plan the runtime refuses (invalid for this executor, or no size of the sweep it can run) is
 #    reported as refused with the reason, not failed, so a new reference file cannot break the run.
 # Only wrong results, misuse and crashes fail the script. Every plan that verifies is run once more
-# under the happens-before race checker (msccl-run --race-check); a race is reported as a finding
+# under the happens-before race checker (msccl-run --race-check, with the static verifier's launch
+# model: skewed launches, host accesses at kernel start/end); a race is reported as a finding
 # (such a plan may give wrong results on a GPU) without failing the script.
 # Usage: tools/run-golden-plans.sh MSCCL_RUN [SHARED_DIR]
 set -uo pipefail
@@ -37,7 +38,7 @@ while IFS= read -r plan; do
     if [[ $collective == test ]]; then result="ran clean (no defined result)"; else result="verified, 0 wrong"; fi
     $parity && result="$result, as written"
     if ! races=$("$run" "$plan" --race-check 2>&1); then
-      result="$result; DATA RACE: $(grep -m1 -o 'rank [0-9]* tb [0-9]* op [0-9]* ([a-z_]*) at [^ ]* [a-z]* [^)]*) while .*' <<<"$races" | cut -c1-200)"
+      result="$result; DATA RACE: $(grep -m1 -o 'data race: .*' <<<"$races" | cut -c12-211)"
       races_found=$((races_found + 1))
     fi
   elif ((rc >= 128)) || grep -qiE "internal error|terminate called|Assertion|Sanitizer" <<<"$out"; then

@@ -139,9 +139,16 @@ TEST_CASE("msccl-run --race-check fails racy plans and names both accesses", "[d
   CHECK_THAT(r.err, Catch::Contains("misuse: data races in launch"));
   CHECK_THAT(r.err, Catch::Contains("rank 0 tb 1 op 0 (copy)"));
   CHECK_THAT(r.err, Catch::Contains("rank 0 tb 0 op 0 (copy)"));
-  // A race-free plan passes with the checker on.
-  Result ok = run({plan("ok_two_tbs_barrier.json"), "-b", "4K", "-e", "16K", "--race-check"});
+  // A race-free plan (entry and exit handshakes: mscclc proved it) passes with the checker on.
+  Result ok = run({"stdlib:allgather/allpairs", "-D", "ranks=2", "-b", "4K", "-e", "16K", "--race-check"});
   CHECK(ok.rc == 0);
+  // A plan without handshakes races with its peers' kernel start and end (the launch model).
+  Result noHandshake = run({plan("ok_two_tbs_barrier.json"), "-b", "4K", "-e", "16K", "--race-check"});
+  CHECK(noHandshake.rc == 1);
+  CHECK_THAT(noHandshake.err, Catch::Contains("while the host (rank 1's kernel start: the caller may write its "
+                                              "buffers until then) wrote it with no entry handshake"));
+  CHECK_THAT(noHandshake.err, Catch::Contains("rank 0 tb 0 op 2 (put) at gpus[0].threadblocks[0].ops[2] writes "
+                                              "rank 1's output [0, 2048)"));
   CHECK(run({plan("ok_two_tbs_barrier.json"), "--race-check", "--no-race-check"}).rc == 2);
 }
 

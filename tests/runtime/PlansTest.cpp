@@ -28,6 +28,9 @@ TEST_CASE("hand-written plans produce their expected outcome", "[plans]") {
   auto ex = makeCpuExecutor();
   CpuExecutorOptions raceOptions;
   raceOptions.raceCheck = true;
+  // These plans test one kernel's own synchronisation: most have no entry/exit handshakes, which
+  // the launch model reports (RaceTest.cpp, msccl-verify).
+  raceOptions.raceCheckLaunches = false;
   auto raceEx = makeCpuExecutor(raceOptions);
   for (const std::string &file : files) {
     INFO(file);

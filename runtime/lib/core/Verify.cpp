@@ -98,7 +98,9 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
     resetData();
     req.iterations = o.iterations;
     req.warmupIterations = o.warmup;
-    setTiming(ex.execute(req).seconds, o.iterations);
+    ExecuteResult res = ex.execute(req);
+    setTiming(res.seconds, o.iterations);
+    rep.warnings = std::move(res.warnings);
   }
   if (o.check && ex.movesData()) {
     resetData();
@@ -107,6 +109,8 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
     ExecuteResult res = ex.execute(req);
     if (o.iterations == 0)
       setTiming(res.seconds, req.iterations);
+    if (rep.warnings.empty())
+      rep.warnings = std::move(res.warnings);
     OutputChecker checker(kind, n, ms->inputBytes, ms->outputBytes, o.dataType, rep.reduceOp);
     const uint64_t es = dataTypeBytes(o.dataType);
     const uint64_t total = ms->outputBytes / es * es;

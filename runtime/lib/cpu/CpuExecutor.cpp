@@ -6,8 +6,10 @@
 // machines round-robin until all finish, a full round makes no progress (Deadlock: every blocked
 // tb is reported) or an op misuses memory (Misuse). After each launch, semaphores must be back
 // at their init values and every channel's signals matched by waits (Misuse otherwise). With
-// CpuExecutorOptions::raceCheck a RaceChecker (RaceCheck.h) follows every launch; its races are
-// reported as Misuse after the balance checks.
+// CpuExecutorOptions::raceCheck a RaceChecker (RaceCheck.h) follows all launches of the call
+// (state kept across launches, each rank's launches ordered only by its own stream); its races
+// are reported as Misuse after the balance checks, its relaxed-handshake warnings in
+// ExecuteResult::warnings.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/CpuExecutor.h"
@@ -81,12 +83,8 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
   auto finishOp = [&](TbState &s) { cpu::finishOp(m, s); };
   auto settle = [&](TbState &s) { cpu::settleTb(m, s); };
 
-  if (m.race) {
-    std::vector<cpu::RaceChecker::RankShape> shapes;
-    for (const RankState &rs : m.ranks)
-      shapes.push_back({rs.memSignals.size(), rs.portSignals.size(), rs.semaphores.size()});
-    m.race->beginLaunch(tbs, shapes);
-  }
+  if (m.race)
+    m.race->startLaunch(uint32_t(launchIndex), tbs);
 
   size_t remaining = 0;
   for (TbState &s : tbs) {
@@ -137,6 +135,8 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
     }
   }
 
+  if (m.race)
+    m.race->endLaunch(tbs);
   // End-of-launch balance checks.
   std::vector<std::string> diags;
   for (uint32_t r = 0; r < m.ranks.size(); ++r)
@@ -216,6 +216,21 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
     rs.barriers.resize(16);
   }
 
+  if (m.race) {
+    std::vector<cpu::RaceChecker::RankShape> shapes;
+    uint32_t numTbs = 0;
+    bool relaxed = false;
+    for (uint32_t r = 0; r < m.ranks.size(); ++r) {
+      const RankState &rs = m.ranks[r];
+      shapes.push_back({rs.memSignals.size(), rs.portSignals.size(), rs.semaphores.size()});
+      numTbs += uint32_t(lowered.gpus[r].threadblocks.size());
+      for (const LoweredTb &tb : lowered.gpus[r].threadblocks)
+        for (const LoweredOp &op : tb.ops)
+          relaxed = relaxed || op.type == OpType::RelaxedSignal || op.type == OpType::RelaxedWait;
+    }
+    race.begin(numTbs, shapes, m.ranks, options_.raceCheckLaunches, relaxed);
+  }
+
   ExecuteResult result;
   auto start = std::chrono::steady_clock::now();
   uint64_t launchIndex = 0;
@@ -228,6 +243,15 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
   result.seconds = std::chrono::duration<double>(t1 - t0).count();
   result.launches = unsigned(launchIndex);
   result.opsExecuted = m.opsExecuted;
+  if (m.race && m.race->warningCount() > 0) {
+    result.warnings.push_back(std::to_string(m.race->warningCount()) +
+                              " access pair(s) ordered with a kernel start/end only by a relaxed signal/wait "
+                              "(the stores are visible on today's GPUs by the hardware's behaviour, not by the "
+                              "memory model); the first " +
+                              std::to_string(m.race->warnings().size()) + " distinct:");
+    for (const std::string &w : m.race->warnings())
+      result.warnings.push_back(w);
+  }
   return result;
 }
 

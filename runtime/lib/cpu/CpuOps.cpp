@@ -479,7 +479,7 @@ struct Ctx {
     }
     }
     for (auto &r : in)
-      m.race->packetAcquire(tb, r.first, r.second);
+      m.race->packetAcquire(tb, op, r.first, r.second);
     if (op.type == OpType::UnpackPackets) {
       rec(op.dst[0], len, Write);
     } else if (op.type != OpType::CopyPackets && op.type != OpType::PutPackets && op.type != OpType::ReadPutPackets &&
@@ -488,7 +488,7 @@ struct Ctx {
       rec(op.dst[0], len, Write);
     }
     for (auto &r : out)
-      m.race->packetRelease(tb, byProxy(), r.first, r.second);
+      m.race->packetRelease(tb, op, byProxy(), r.first, r.second);
   }
 
   /// cpkt / ppkt: plain sources -> packets (no waiting).

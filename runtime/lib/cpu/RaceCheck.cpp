@@ -1,8 +1,9 @@
 //===- RaceCheck.cpp - Happens-before data-race checker of the CPU executor ---------------===//
 //
-// Consumes access and synchronisation events of one launch; produces race diagnostics naming
-// both accesses (rank, tb, op index and name, JSON path), the buffer and byte range, and the
-// missing synchronisation. See RaceCheck.h for the model.
+// Consumes access and synchronisation events of the CPU executor's launches; produces race
+// diagnostics naming both accesses (rank, tb, op index and name, JSON path, or a rank's host at
+// its kernel start/end), the buffer and byte range, the launches and the missing
+// synchronisation. See RaceCheck.h for the model.
 //
 //===------------------------------------------------------------------------------------===//
 #include "RaceCheck.h"
@@ -14,43 +15,124 @@
 namespace msccl::runtime::cpu {
 using namespace msccl::plan;
 
-void RaceChecker::beginLaunch(const std::vector<TbState> &tbs, const std::vector<RankShape> &ranks) {
-  numTbs_ = uint32_t(tbs.size());
-  clocks_.assign(2 * size_t(numTbs_), Clock(2 * size_t(numTbs_), 0));
-  pending_.assign(numTbs_, Clock(2 * size_t(numTbs_), 0));
-  memFifo_.assign(ranks.size(), {});
-  portFifo_.assign(ranks.size(), {});
-  semClocks_.assign(ranks.size(), {});
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    memFifo_[r].resize(ranks[r].memoryChannels);
-    portFifo_[r].resize(ranks[r].portChannels);
-    semClocks_[r].assign(ranks[r].semaphores, Clock(2 * size_t(numTbs_), 0));
+void RaceChecker::begin(uint32_t numTbs, const std::vector<RankShape> &shapes, const std::vector<RankState> &ranks,
+                        bool launchModel, bool relaxed) {
+  launchModel_ = launchModel;
+  fam_ = launchModel && relaxed ? 2 : 1;
+  numTbs_ = numTbs;
+  numRanks_ = uint32_t(ranks.size());
+  ranks_ = &ranks;
+  shapes_ = shapes;
+  reports_.clear();
+  warnings_.clear();
+  reported_.clear();
+  races_ = warningCount_ = 0;
+  reset();
+}
+
+void RaceChecker::reset() {
+  const size_t n = 2 * size_t(numTbs_) + numRanks_;
+  const Clocks zero{Clock(n, 0), fam_ == 2 ? Clock(n, 0) : Clock()};
+  clocks_.assign(n, zero);
+  pending_.assign(numTbs_, zero);
+  base_.assign(numTbs_, 0);
+  epoch_.assign(numTbs_, 0);
+  memFifo_.assign(shapes_.size(), {});
+  portFifo_.assign(shapes_.size(), {});
+  semClocks_.assign(shapes_.size(), {});
+  for (size_t r = 0; r < shapes_.size(); ++r) {
+    memFifo_[r].resize(shapes_[r].memoryChannels);
+    portFifo_[r].resize(shapes_[r].portChannels);
+    semClocks_[r].assign(shapes_[r].semaphores, zero);
   }
   barrierClocks_.clear();
   shadow_.clear();
   packets_.clear();
-  reports_.clear();
-  reported_.clear();
-  races_ = 0;
 }
 
-void RaceChecker::join(Clock &into, const Clock &from) const {
-  for (size_t i = 0; i < into.size(); ++i)
+void RaceChecker::startLaunch(uint32_t launch, const std::vector<TbState> &tbs) {
+  launch_ = launch;
+  if (!launchModel_) {
+    if (launch > 0)
+      reset(); // a launch boundary synchronises everything
+    return;
+  }
+  // Rank r's kernel start: its host (the caller) writes r's buffers up to here; r's tbs start
+  // from what the host knows (r's earlier launches), nothing else.
+  for (uint32_t r = 0; r < numRanks_; ++r) {
+    const uint32_t h = hostOf(r);
+    for (int f = 0; f < fam_; ++f)
+      clocks_[h][f][h]++;
+    hostAccess(r, true, true);
+  }
+  for (const TbState &tb : tbs) {
+    for (int f = 0; f < fam_; ++f) {
+      join(clocks_[tb.actor][f], clocks_[hostOf(tb.rank)][f]);
+      std::fill(pending_[tb.actor][f].begin(), pending_[tb.actor][f].end(), 0);
+    }
+    epoch_[tb.actor]++;
+  }
+}
+
+uint32_t RaceChecker::tick(const TbState &tb) const { return base_[tb.actor] + uint32_t(tb.serial) + 1; }
+
+void RaceChecker::endLaunch(const std::vector<TbState> &tbs) {
+  if (!launchModel_)
+    return;
+  // Rank r's kernel end: every op of its tbs is complete (their proxy lanes' puts are not:
+  // only a flush brings them back), then the host reads r's output and input.
+  for (const TbState &tb : tbs) {
+    for (int f = 0; f < fam_; ++f) {
+      Clock &hc = clocks_[hostOf(tb.rank)][f];
+      join(hc, clocks_[tb.actor][f]);
+      join(hc, pending_[tb.actor][f]);
+      hc[tb.actor] = std::max(hc[tb.actor], base_[tb.actor] + uint32_t(tb.serial)); // every op of the launch
+    }
+    base_[tb.actor] += uint32_t(tb.serial) + 1;
+  }
+  for (uint32_t r = 0; r < numRanks_; ++r) {
+    const uint32_t h = hostOf(r);
+    for (int f = 0; f < fam_; ++f)
+      clocks_[h][f][h]++;
+    hostAccess(r, false, false);
+  }
+}
+
+void RaceChecker::hostAccess(uint32_t rank, bool write, bool start) {
+  const RankState &rs = (*ranks_)[rank];
+  Access now;
+  now.actor = hostOf(rank);
+  now.tick = clocks_[now.actor][0][now.actor];
+  now.launch = launch_;
+  now.rank = rank;
+  now.pc = start ? 0 : 1;
+  now.write = write;
+  if (rs.input && rs.inputBytes)
+    check(now, rs.input, rs.inputBytes, rank, BufferType::Input, 0);
+  if (rs.output && rs.outputBytes && rs.output != rs.input)
+    check(now, rs.output, rs.outputBytes, rank, BufferType::Output, 0);
+}
+
+void RaceChecker::join(Clock &into, const Clock &from) {
+  for (size_t i = 0; i < from.size(); ++i)
     into[i] = std::max(into[i], from[i]);
 }
 
-RaceChecker::Clock RaceChecker::releaseClock(const TbState &tb, bool withCurrent) const {
-  Clock c = clocks_[tb.actor];
-  join(c, pending_[tb.actor]); // cumulativity: what the signalling thread acquired
+RaceChecker::Clock RaceChecker::releaseClock(int f, const TbState &tb, bool withCurrent) const {
+  Clock c = clocks_[tb.actor][f];
+  join(c, pending_[tb.actor][f]); // cumulativity: what the signalling thread acquired
   if (withCurrent)
-    c[tb.actor]++;
+    c[tb.actor] = tick(tb);
   return c;
 }
 
 void RaceChecker::nop(const TbState &tb) {
-  Clock &c = clocks_[tb.actor];
-  c[tb.actor]++;
-  join(c, pending_[tb.actor]);
+  for (int f = 0; f < fam_; ++f) {
+    Clock &c = clocks_[tb.actor][f];
+    c[tb.actor] = std::max(c[tb.actor], tick(tb) - 1); // the ops before this one completed
+    join(c, pending_[tb.actor][f]);
+  }
+  epoch_[tb.actor]++;
 }
 
 void RaceChecker::barrierArrive(const TbState &tb, uint32_t id, uint64_t generation) {
@@ -60,66 +142,101 @@ void RaceChecker::barrierArrive(const TbState &tb, uint32_t id, uint64_t generat
   if (it == barrierClocks_.end())
     barrierClocks_.emplace(key, clocks_[tb.actor]);
   else
-    join(it->second, clocks_[tb.actor]);
+    for (int f = 0; f < fam_; ++f)
+      join(it->second[f], clocks_[tb.actor][f]);
 }
 
 void RaceChecker::barrierLeave(const TbState &tb, uint32_t id, uint64_t generation) {
   auto it = barrierClocks_.find(std::make_tuple(tb.rank, id, generation));
   if (it != barrierClocks_.end())
-    join(clocks_[tb.actor], it->second);
+    for (int f = 0; f < fam_; ++f)
+      join(clocks_[tb.actor][f], it->second[f]);
   nop(tb);
 }
 
 void RaceChecker::signal(const TbState &tb, ChannelType ct, uint32_t peer, uint32_t peerChannel, bool data,
                          bool withCurrent) {
   auto &fifo = (ct == ChannelType::Memory ? memFifo_ : portFifo_)[peer][peerChannel];
-  if (!data) {
-    fifo.emplace_back();
-    return;
+  Msg m;
+  m.relaxed = !data;
+  m.ctrl = clocks_[hostOf(tb.rank)][0]; // the signalling kernel runs: its earlier launches ended
+  for (int f = 0; f < fam_; ++f) {
+    if (f == 0 && !data)
+      continue; // a relaxed signal orders no data
+    m.data[f] = releaseClock(f, tb, withCurrent);
+    if (ct == ChannelType::Port)
+      join(m.data[f], clocks_[proxyOf(tb.actor)][f]); // the proxy signals after this tb's earlier puts
   }
-  Clock c = releaseClock(tb, withCurrent);
-  if (ct == ChannelType::Port)
-    join(c, clocks_[proxyOf(tb.actor)]); // the proxy signals after this tb's earlier puts
-  fifo.push_back(std::move(c));
+  fifo.push_back(std::move(m));
 }
 
 void RaceChecker::wait(const TbState &tb, ChannelType ct, uint32_t channel, bool data) {
   auto &fifo = (ct == ChannelType::Memory ? memFifo_ : portFifo_)[tb.rank][channel];
   if (fifo.empty())
     return;
-  if (data && !fifo.front().empty())
-    join(pending_[tb.actor], fifo.front());
+  const Msg &m = fifo.front();
+  Clocks &p = pending_[tb.actor];
+  if (launchModel_)
+    join(p[0], m.ctrl);
+  if (data && !m.relaxed)
+    join(p[0], m.data[0]);
+  if (fam_ == 2)
+    join(p[1], m.data[1]);
   fifo.pop_front();
 }
 
-void RaceChecker::semRelease(const TbState &tb, uint32_t id) { join(semClocks_[tb.rank][id], releaseClock(tb, false)); }
+void RaceChecker::semRelease(const TbState &tb, uint32_t id) {
+  for (int f = 0; f < fam_; ++f)
+    join(semClocks_[tb.rank][id][f], releaseClock(f, tb, false));
+}
 
-void RaceChecker::semAcquire(const TbState &tb, uint32_t id) { join(pending_[tb.actor], semClocks_[tb.rank][id]); }
+void RaceChecker::semAcquire(const TbState &tb, uint32_t id) {
+  for (int f = 0; f < fam_; ++f)
+    join(pending_[tb.actor][f], semClocks_[tb.rank][id][f]);
+}
 
-void RaceChecker::flush(const TbState &tb) { join(pending_[tb.actor], clocks_[proxyOf(tb.actor)]); }
+void RaceChecker::flush(const TbState &tb) {
+  for (int f = 0; f < fam_; ++f)
+    join(pending_[tb.actor][f], clocks_[proxyOf(tb.actor)][f]);
+}
 
-void RaceChecker::packetAcquire(const TbState &tb, const uint8_t *addr, uint64_t bytes) {
+void RaceChecker::packetAcquire(const TbState &tb, const LoweredOp &op, const uint8_t *addr, uint64_t bytes) {
   const uintptr_t lo = uintptr_t(addr), hi = lo + bytes;
   auto it = packets_.upper_bound(lo);
   if (it != packets_.begin())
     --it;
   for (; it != packets_.end() && it->first < hi; ++it)
     if (it->second.first > lo)
-      join(clocks_[tb.actor], it->second.second);
+      for (int f = 0; f < fam_; ++f)
+        join(clocks_[tb.actor][f], it->second.second[f]);
+  if (launchModel_ && bytes) {
+    Access now = tbAccess(tb, op, false, false);
+    now.packet = true;
+    checkAt(now, addr, bytes);
+  }
 }
 
-void RaceChecker::packetRelease(const TbState &tb, bool proxy, const uint8_t *addr, uint64_t bytes) {
+void RaceChecker::packetRelease(const TbState &tb, const LoweredOp &op, bool proxy, const uint8_t *addr,
+                                uint64_t bytes) {
   if (bytes == 0)
     return;
+  if (launchModel_) { // rewriting a packet slot someone may not have read yet
+    Access now = tbAccess(tb, op, proxy, true);
+    now.packet = true;
+    checkAt(now, addr, bytes);
+  }
   const uintptr_t lo = uintptr_t(addr), hi = lo + bytes;
-  Clock c = releaseClock(tb, true);
-  if (proxy)
-    join(c, clocks_[proxyOf(tb.actor)]);
+  Clocks c;
+  for (int f = 0; f < fam_; ++f) {
+    c[f] = releaseClock(f, tb, true);
+    if (proxy)
+      join(c[f], clocks_[proxyOf(tb.actor)][f]);
+  }
   // Trim overlapping segments, then insert [lo, hi).
   auto it = packets_.upper_bound(lo);
   if (it != packets_.begin())
     --it;
-  std::vector<std::pair<uintptr_t, std::pair<uintptr_t, Clock>>> keep;
+  std::vector<std::pair<uintptr_t, std::pair<uintptr_t, Clocks>>> keep;
   while (it != packets_.end() && it->first < hi) {
     if (it->second.first <= lo) {
       ++it;
@@ -138,8 +255,9 @@ void RaceChecker::packetRelease(const TbState &tb, bool proxy, const uint8_t *ad
 
 bool RaceChecker::ordered(const Access &before, const Access &now, const Clock &clock) const {
   if (before.actor == now.actor)
-    return before.actor >= numTbs_ || before.serial == now.serial || before.epoch <= clock[now.actor];
-  return before.epoch <= clock[before.actor];
+    return before.actor >= numTbs_ || (before.launch == now.launch && before.serial == now.serial) ||
+           before.epoch < now.epoch;
+  return before.tick <= clock[before.actor];
 }
 
 void RaceChecker::split(uintptr_t at) {
@@ -163,72 +281,143 @@ static const char *bufferName(BufferType t) {
   return "?";
 }
 
-static std::string describe(const TbState &tb, size_t pc, const LoweredOp &op, bool proxy) {
-  return "rank " + std::to_string(tb.rank) + " tb " + std::to_string(tb.tb->id) + " op " + std::to_string(pc) + " (" +
-         std::string(opName(op.type)) + (proxy ? ", by the port proxy" : "") + ") at " + op.path;
+std::string RaceChecker::describe(const Access &a) const {
+  if (isHost(a.actor))
+    return "the host (rank " + std::to_string(a.rank) + "'s kernel " +
+           (a.pc == 0 ? "start: the caller may write its buffers until then" : "end: the caller reads the result then") +
+           ")";
+  return "rank " + std::to_string(a.rank) + " tb " + std::to_string(a.tbId) + " op " + std::to_string(a.pc) + " (" +
+         std::string(opName(a.op->type)) + (a.actor >= numTbs_ ? ", by the port proxy" : "") + ") at " + a.op->path;
 }
 
-void RaceChecker::report(const Access &other, const Access &now, uintptr_t lo, uintptr_t hi, const uint8_t *addr,
-                         uint32_t bufRank, BufferType type, uint64_t offset) {
-  ++races_;
-  auto key = std::make_tuple(other.actor, other.pc, now.actor, now.pc);
-  if (reports_.size() >= kMaxReports || !reported_.insert(key).second)
+void RaceChecker::report(const Access &other, const Access &now, std::string where, bool warning) {
+  (warning ? warningCount_ : races_)++;
+  auto key = std::make_tuple(other.actor, other.pc, now.actor, now.pc, warning);
+  std::vector<std::string> &list = warning ? warnings_ : reports_;
+  if (list.size() >= kMaxReports || !reported_.insert(key).second)
     return;
-  uint32_t a = other.actor % numTbs_, b = now.actor % numTbs_;
-  bool proxyInvolved = other.actor >= numTbs_ || now.actor >= numTbs_;
+  const bool hostInvolved = isHost(other.actor) || isHost(now.actor);
   std::string missing;
-  if (a == b && !proxyInvolved)
-    missing = "with no nop (__syncthreads) between them in the same threadblock";
-  else if (a == b)
-    missing = "with no nop before the port put or flush (followed by a nop) after it";
-  else if (other.tb->rank == now.tb->rank)
-    missing = "with no barrier, semaphore or signal/wait between the threadblocks";
-  else
-    missing = "with no signal/wait (after a nop) between them";
-  uint64_t from = offset + (lo - uintptr_t(addr)), to = from + (hi - lo);
-  reports_.push_back("data race: " + describe(*now.tb, now.pc, *now.op, now.actor >= numTbs_) +
-                     (now.write ? " writes " : " reads ") + "rank " + std::to_string(bufRank) + "'s " +
-                     bufferName(type) + " [" + std::to_string(from) + ", " + std::to_string(to) + ") while " +
-                     describe(*other.tb, other.pc, *other.op, other.actor >= numTbs_) +
-                     (other.write ? " wrote" : " read") + " it " + missing);
+  if (warning) {
+    missing = "ordered only by a relaxed signal/wait (rlxsignal/rlxwait orders no data; use signal/wait for an exit "
+              "handshake)";
+  } else if (hostInvolved) {
+    const Access &h = isHost(other.actor) ? other : now, &x = isHost(other.actor) ? now : other;
+    const std::string R = std::to_string(h.rank);
+    if (x.actor >= numTbs_ && x.rank == h.rank)
+      missing = "with no flush: a port put must be flushed (`flush`, or `pwsf` for the last put) before rank " + R +
+                "'s kernel ends, else the proxy may still read its source";
+    else if (h.pc == 0)
+      missing = "with no entry handshake: a peer may touch rank " + R +
+                "'s input/output only after a signal/wait with rank " + R + " in the same launch";
+    else
+      missing = "with no exit handshake: every access to rank " + R + "'s buffers must happen before rank " + R +
+                "'s kernel ends (a signal rank " + R + " waits for)";
+  } else {
+    uint32_t a = other.actor % numTbs_, b = now.actor % numTbs_;
+    bool proxyInvolved = other.actor >= numTbs_ || now.actor >= numTbs_;
+    if (other.launch != now.launch)
+      missing = "with no signal/wait ordering the earlier launch's access before the later launch's (back-to-back "
+                "launches: an exit handshake, or the double scratch buffer for packets)";
+    else if (a == b && !proxyInvolved)
+      missing = "with no nop (__syncthreads) between them in the same threadblock";
+    else if (a == b)
+      missing = "with no nop before the port put or flush (followed by a nop) after it";
+    else if (other.rank == now.rank)
+      missing = "with no barrier, semaphore or signal/wait between the threadblocks";
+    else
+      missing = "with no signal/wait (after a nop) between them";
+  }
+  std::string launches;
+  if (launchModel_)
+    launches = other.launch == now.launch
+                   ? " (launch " + std::to_string(now.launch + 1) + ")"
+                   : " (launches " + std::to_string(other.launch + 1) + " and " + std::to_string(now.launch + 1) + ")";
+  list.push_back(std::string(warning ? "relaxed handshake: " : "data race: ") + describe(now) +
+                 (now.write ? " writes " : " reads ") + where + " while " + describe(other) +
+                 (other.write ? " wrote" : " read") + " it " + missing + launches);
+}
+
+RaceChecker::Access RaceChecker::tbAccess(const TbState &tb, const LoweredOp &op, bool proxy, bool write) {
+  Access now;
+  now.rank = tb.rank;
+  now.tbId = tb.tb->id;
+  now.op = &op;
+  now.pc = tb.pc;
+  now.serial = tb.serial;
+  now.launch = launch_;
+  now.write = write;
+  if (proxy) {
+    // The proxy performs the transfer after every completed epoch of its tb.
+    uint32_t p = proxyOf(tb.actor);
+    for (int f = 0; f < fam_; ++f) {
+      join(clocks_[p][f], releaseClock(f, tb, false));
+      clocks_[p][f][p]++;
+    }
+    now.actor = p;
+    now.tick = clocks_[p][0][p];
+  } else {
+    now.actor = tb.actor;
+    now.epoch = epoch_[tb.actor];
+    now.tick = tick(tb);
+  }
+  return now;
 }
 
 void RaceChecker::access(const TbState &tb, const LoweredOp &op, bool proxy, bool write, const uint8_t *addr,
                          uint64_t len, uint32_t bufRank, BufferType type, uint64_t offset) {
   if (len == 0)
     return;
-  Access now;
-  now.tb = &tb;
-  now.op = &op;
-  now.pc = tb.pc;
-  now.serial = tb.serial;
-  now.write = write;
-  if (proxy) {
-    // The proxy performs the transfer after every completed epoch of its tb.
-    uint32_t p = proxyOf(tb.actor);
-    join(clocks_[p], releaseClock(tb, false));
-    now.actor = p;
-    now.epoch = ++clocks_[p][p];
-  } else {
-    now.actor = tb.actor;
-    now.epoch = clocks_[tb.actor][tb.actor] + 1;
+  check(tbAccess(tb, op, proxy, write), addr, len, bufRank, type, offset);
+}
+
+void RaceChecker::checkAt(const Access &now, const uint8_t *addr, uint64_t len) {
+  const uintptr_t a = uintptr_t(addr);
+  for (uint32_t r = 0; r < numRanks_; ++r) {
+    const RankState &rs = (*ranks_)[r];
+    const std::tuple<const uint8_t *, uint64_t, BufferType> bufs[] = {
+        {rs.input, rs.inputBytes, BufferType::Input},
+        {rs.output, rs.outputBytes, BufferType::Output},
+        {rs.scratch, rs.scratchBytes, BufferType::Scratch}};
+    for (const auto &[base, size, type] : bufs)
+      if (base && a >= uintptr_t(base) && a < uintptr_t(base) + size) {
+        check(now, addr, len, r, type, a - uintptr_t(base));
+        return;
+      }
   }
-  const Clock &clock = clocks_[now.actor];
+  check(now, addr, len, 0, BufferType::Scratch, 0); // not in a rank's buffers (cannot happen)
+}
+
+void RaceChecker::check(const Access &now, const uint8_t *addr, uint64_t len, uint32_t bufRank, BufferType type,
+                        uint64_t offset) {
+  if (len == 0)
+    return;
+  const Clock &clock = clocks_[now.actor][0], &strong = clocks_[now.actor][fam_ - 1];
   const uintptr_t lo = uintptr_t(addr), hi = lo + len;
+  auto race = [&](const Access &other, uintptr_t from, uintptr_t to) {
+    const bool warning = launchModel_ && (isHost(other.actor) || isHost(now.actor)) && ordered(other, now, strong);
+    const uint64_t b = offset + (from - lo), e = b + (to - from);
+    report(other, now,
+           "rank " + std::to_string(bufRank) + "'s " + bufferName(type) + (now.packet || other.packet ? " packets" : "") +
+               " [" + std::to_string(b) + ", " + std::to_string(e) + ")",
+           warning);
+  };
   split(lo);
   split(hi);
   // Check.
   for (auto it = shadow_.lower_bound(lo); it != shadow_.end() && it->first < hi; ++it) {
     Segment &s = it->second;
-    if (s.hasWrite && !ordered(s.write, now, clock))
-      report(s.write, now, it->first, s.end, addr, bufRank, type, offset);
-    if (write)
+    // A packet read waits for its launch's flag: it is ordered after the packet write it reads.
+    const bool flagged = now.packet && !now.write && s.write.packet;
+    if (s.hasWrite && !flagged && !ordered(s.write, now, clock))
+      race(s.write, it->first, s.end);
+    if (now.write)
       for (const Access &r : s.reads)
         if (!ordered(r, now, clock))
-          report(r, now, it->first, s.end, addr, bufRank, type, offset);
+          race(r, it->first, s.end);
   }
   // Update.
-  if (write) {
+  if (now.write) {
     shadow_.erase(shadow_.lower_bound(lo), shadow_.lower_bound(hi));
     Segment s;
     s.end = hi;

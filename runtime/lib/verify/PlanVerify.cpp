@@ -317,6 +317,13 @@ void Verifier::startLaunch(uint32_t r) {
     plainVal_[a] = kUninit;
   }
   hc[h] = Tick(hostSerial_[r]);
+  if (opt_.races) {
+    if (hostStart_.size() <= r)
+      hostStart_.resize(n_);
+    if (hostStart_[r].size() <= rr.launch)
+      hostStart_[r].resize(rr.launch + 1);
+    hostStart_[r][rr.launch] = hc;
+  }
   for (uint32_t t : rr.tbs) {
     TbRun &tb = tbs_[t];
     join(clk(tb.actor), hc);
@@ -331,9 +338,12 @@ void Verifier::startLaunch(uint32_t r) {
 void Verifier::endLaunch(uint32_t r) {
   RankRun &rr = ranks_[r];
   const uint32_t h = hostOf(r);
-  for (uint32_t t : rr.tbs) {
-    Clock c = releaseClock(tbs_[t], true);
-    join(clk(h), c);
+  for (uint32_t t : rr.tbs) { // join releaseClock(tb, true) without copying it
+    const TbRun &tb = tbs_[t];
+    Clock &hc = clk(h);
+    join(hc, clk(tb.actor));
+    join(hc, pending_[tb.actor]);
+    hc[tb.actor] = std::max(hc[tb.actor], Tick(tb.serial + 1));
   }
   hostSerial_[r]++;
   bool ok;

@@ -127,7 +127,8 @@ bool Verifier::step(TbRun &tb) {
     RankRun::Msg msg;
     // Even a relaxed signal is sent by a running kernel: it tells that this rank's kernel has
     // started (its host clock), so relaxed entry handshakes work.
-    msg.ctrl = clk(hostOf(tb.rank));
+    msg.ctrlRank = tb.rank;
+    msg.ctrlLaunch = rr.launch;
     if (data || opt_.relaxedOrdersData) {
       msg.data = releaseClock(tb, withCurrent);
       if (ct == ChannelType::Port)
@@ -139,7 +140,7 @@ bool Verifier::step(TbRun &tb) {
     if (!portProxy || !opt_.races)
       return;
     uint32_t p = proxyOf(tb.actor);
-    join(clk(p), releaseClock(tb, false));
+    joinRelease(clk(p), tb);
     clk(p)[p]++;
   };
   const bool reader = true;
@@ -202,9 +203,10 @@ bool Verifier::step(TbRun &tb) {
           const RankRun::Msg &msg = fifo[c].front();
           const bool ordersData = ct == ChannelType::Port || op.type != OpType::RelaxedWait || opt_.relaxedOrdersData;
           // A relaxed wait acquires no data, only that the peer's kernel runs (docs/verification.md).
-          acquire(tb, msg.ctrl);
-          if (ordersData)
-            acquire(tb, msg.data);
+          if (ordersData && !msg.data.empty())
+            acquire(tb, msg.data); // includes the signaller's kernel start
+          else if (msg.ctrlRank != kNone)
+            acquire(tb, hostStart_[msg.ctrlRank][msg.ctrlLaunch]);
           fifo[c].pop_front();
         }
         tb.cursor++;
@@ -249,7 +251,7 @@ bool Verifier::step(TbRun &tb) {
   case OpType::SemRelease:
     for (uint32_t id : op.semaphoreIds) {
       if (opt_.races)
-        join(rr.semClocks.at(id), releaseClock(tb, false));
+        joinRelease(rr.semClocks.at(id), tb);
       rr.sems.at(id)++;
     }
     return true;

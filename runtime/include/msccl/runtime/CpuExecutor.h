@@ -43,6 +43,17 @@ struct CpuExecutorOptions {
   /// the buffer and byte range. Slower (vector clocks + an interval map over all bytes touched).
   /// See docs/runtime.md "Race checking".
   bool raceCheck = false;
+  /// With raceCheck: the launch model of the static verifier (docs/verification.md "The GPU
+  /// model"), on by default. Each rank's launch k+1 follows only its own launch k (stream order);
+  /// shadow state and signal clocks are kept across launches; each rank's host writes its input
+  /// and output at every kernel start and reads them at every kernel end. So missing entry/exit
+  /// handshakes, back-to-back launches overwriting a peer's scratch it still reads, port puts
+  /// not flushed before the kernel ends and LL scratch reused across launches are races. Races
+  /// that only a relaxed signal/wait leaves unordered with a kernel start/end are warnings
+  /// (ExecuteResult::warnings), as in the verifier. False: every launch boundary is a full
+  /// synchronisation of all ranks (shadow state reset per launch) and the host is not modelled,
+  /// which checks one kernel's internal synchronisation only (hand-written single-kernel tests).
+  bool raceCheckLaunches = true;
 };
 
 /// A new CPU executor. Its memory is host memory (allocate() = zeroed aligned host memory).

@@ -114,6 +114,8 @@ struct ExecuteResult {
   double seconds = 0;        ///< Wall time of the `iterations` timed launches, total.
   unsigned launches = 0;     ///< warmupIterations + iterations.
   uint64_t opsExecuted = 0;  ///< Ops completed over all ranks/tbs/launches (0 if unknown).
+  /// Findings that do not fail the run (the CPU race checker's relaxed-handshake races), one line each.
+  std::vector<std::string> warnings;
 };
 
 /// A backend. Implementations must be usable for many execute calls in sequence; they are not

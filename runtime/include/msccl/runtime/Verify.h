@@ -43,6 +43,7 @@ struct RunReport {
   double secondsPerLaunch = 0;
   double algbw = 0, busbw = 0;              ///< GB/s (1e9 bytes per second).
   VerifyResult verify;                      ///< checked == false when not verified.
+  std::vector<std::string> warnings;         ///< ExecuteResult::warnings of the runs (race checker).
 };
 
 /// What every run of `plan` at `options.size` starts from, whatever runs it (runCollective, the
