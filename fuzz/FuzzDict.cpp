@@ -75,7 +75,7 @@ void builtinNames() {
 }
 
 void planSpellings() {
-#define MSCCL_OP(Enum, Json, Shape, Executable) add("\"" Json "\"");
+#define MSCCL_OP(Enum, Json, ...) add("\"" Json "\"");
 #define MSCCL_BUFFER_TYPE(Enum, Json, Value) add("\"" Json "\"");
 #define MSCCL_CHANNEL_TYPE(Enum, Json) add("\"" Json "\"");
 #define MSCCL_REDUCE_OP(Enum, Json) add("\"" Json "\"");

@@ -253,6 +253,31 @@ TEST_CASE("limit and bounds checks refuse bad plans", "[cuda][lowering]") {
     p.gpus[0].threadblocks[0].ops[0].dst.clear();
     CHECK_THROWS_WITH(lowerForDevice(p, 64, 64), Catch::Contains("needs a src_buff and a dst_buff entry"));
   }
+  // The shape rules come from the op table's roles (PlanEnums.def).
+  SECTION("rre refuses a second dst entry, recpkt a third") {
+    plan::Plan p = copyPlan();
+    plan::Op &op = p.gpus[0].threadblocks[0].ops[0];
+    op.type = plan::OpType::ReadReduce;
+    op.dst.push_back(op.dst[0]);
+    CHECK_THROWS_WITH(lowerForDevice(p, 64, 64), Catch::Contains("has more than one dst_buff entry"));
+    op.type = plan::OpType::ReduceCopyPackets;
+    op.dst = {plan::BufferRef::local(plan::BufferType::Output, 0, 1), plan::BufferRef::local(plan::BufferType::Scratch, 0, 1),
+              plan::BufferRef::local(plan::BufferType::Output, 0, 1)};
+    CHECK_THROWS_WITH(lowerForDevice(p, 64, 64), Catch::Contains("has more than two dst_buff entries"));
+    op.dst.pop_back();
+    CHECK_NOTHROW(lowerForDevice(p, 64, 64));
+  }
+  SECTION("a switch op needs switch entries where its roles say so") {
+    plan::Plan p = copyPlan();
+    p.gpus[0].threadblocks[0].ops[0].type = plan::OpType::MultiStore;
+    CHECK_THROWS_WITH(lowerForDevice(p, 64, 64), Catch::Contains("needs a switch dst_buff[0] entry"));
+  }
+  SECTION("a shorter destination is refused by the length rule") {
+    plan::Plan p = copyPlan();
+    p.gpus[0].inputChunks = 2;
+    p.gpus[0].threadblocks[0].ops[0].src[0].size = 2;
+    CHECK_THROWS_WITH(lowerForDevice(p, 128, 64), Catch::Contains("dst_buff[0] is shorter than the op's length"));
+  }
   SECTION("threadblocks are placed by id") {
     plan::Plan p = copyPlan();
     plan::Threadblock tb1 = p.gpus[0].threadblocks[0];

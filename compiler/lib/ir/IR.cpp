@@ -7,16 +7,6 @@
 
 namespace msccl::ir {
 
-bool isDataSyncOp(OpKind k) {
-  switch (k) {
-  case OpKind::Signal: case OpKind::Wait: case OpKind::RelaxedSignal: case OpKind::RelaxedWait:
-  case OpKind::Flush: case OpKind::SemAcquire: case OpKind::SemRelease:
-    return true;
-  default:
-    return false;
-  }
-}
-
 std::string_view opKindName(OpKind k) { return plan::opName(k); }
 
 std::string_view syncTypeName(SyncType s) {
@@ -287,10 +277,7 @@ void printOpTo(std::ostream &os, const Op &op) {
     for (auto &c : op.remoteDst) { os << (first ? "" : ","); printRemote(os, c); first = false; }
     os << ']';
     if (op.channelType != ChannelType::None) { os << " ch=" << plan::channelTypeName(op.channelType); printIds(os, op.channelIds); }
-    bool reduction = op.kind == OpKind::Reduce || op.kind == OpKind::ReducePackets || op.kind == OpKind::ReduceCopyPackets ||
-                     op.kind == OpKind::ReduceSend || op.kind == OpKind::ReduceSendPackets || op.kind == OpKind::ReduceCopySendPackets ||
-                     op.kind == OpKind::ReadReduce || op.kind == OpKind::ReadReduceSend;
-    if (reduction) os << ' ' << plan::reduceOpName(op.reduceOp);
+    if (plan::isReduceFamily(op.kind)) os << ' ' << plan::reduceOpName(op.reduceOp);
     if (op.tbg) os << " tbg=" << op.tbg->tbId << '/' << op.tbg->tbgSize;
   }
   }

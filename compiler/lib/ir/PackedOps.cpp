@@ -229,10 +229,7 @@ template <class V> bool allNonNegative(const V &v) {
   return true;
 }
 
-bool isSwitchOp(OpKind k) {
-  return k == OpKind::MultiLoadReduce || k == OpKind::MultiStore || k == OpKind::MultiStorePackets ||
-         k == OpKind::MultiLoadReduceStore;
-}
+using plan::isSwitchOp; // the op table (plan/OpTable.h)
 
 } // namespace
 

@@ -79,10 +79,7 @@ private:
   std::vector<Record> intervals_[3];
 };
 
-bool isPacketReduce(OpKind k) {
-  return k == OpKind::ReducePackets || k == OpKind::ReduceSendPackets || k == OpKind::ReduceCopyPackets ||
-         k == OpKind::ReduceCopySendPackets;
-}
+using plan::isPacketReduce; // the op table (plan/OpTable.h)
 
 DataAccess access(size_t id, const LocalChunk &c, Access a) { return DataAccess{id, c.index, c.index + c.size - 1, c.type, a}; }
 

@@ -18,19 +18,9 @@ bool rightProvidesBefore(const Op &next) {
   return isNopOrBarrier(next);
 }
 
-bool isPutFamily(OpKind k) {
-  return k == OpKind::Put || k == OpKind::PutPackets || k == OpKind::ReadPutPackets || k == OpKind::PutWithSignal ||
-         k == OpKind::PutWithSignalAndFlush;
-}
-bool isReduceFamily(OpKind k) {
-  switch (k) {
-  case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceSend:
-  case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets: case OpKind::ReadReduce: case OpKind::ReadReduceSend:
-    return true;
-  default:
-    return false;
-  }
-}
+// The op families of the fusion rules come from the op table (plan/OpTable.h).
+using plan::isPutFamily;
+using plan::isReduceFamily;
 
 template <class V> void append(V &dst, const V &src) { dst.insert(dst.end(), src.begin(), src.end()); }
 

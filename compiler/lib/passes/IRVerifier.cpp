@@ -6,10 +6,6 @@ namespace msccl::passes {
 using namespace msccl::ir;
 
 namespace {
-bool isChannelSync(OpKind k) {
-  return k == OpKind::Signal || k == OpKind::Wait || k == OpKind::RelaxedSignal || k == OpKind::RelaxedWait ||
-         k == OpKind::Flush;
-}
 
 size_t channelsOf(const ThreadBlockIR &tb, ChannelType t) {
   for (auto &c : tb.channels)
@@ -26,8 +22,8 @@ void verifyOp(const ThreadBlockIR &tb, const Op &op, bool inPipeline, bool requi
               std::vector<std::string> &out) {
   auto bad = [&](const std::string &what) { out.push_back(where + ": " + std::string(opKindName(op.kind)) + ": " + what); };
   if (requireSources && op.source == 0) bad("no source location");
-  if (!isChannelSync(op.kind) && !op.syncChannelIds.empty()) bad("signal/wait channel set on a non-sync op");
-  if (isChannelSync(op.kind)) {
+  if (!isChannelSyncOp(op.kind) && !op.syncChannelIds.empty()) bad("signal/wait channel set on a non-sync op");
+  if (isChannelSyncOp(op.kind)) {
     if (op.syncChannelIds.empty()) bad("no channel");
     if (op.channelType != ChannelType::Memory && op.channelType != ChannelType::Port) bad("channel type is not memory or port");
     for (uint32_t c : op.syncChannelIds.toList())
@@ -37,7 +33,7 @@ void verifyOp(const ThreadBlockIR &tb, const Op &op, bool inPipeline, bool requi
   if (op.kind != OpKind::Pipeline && !op.ops.empty()) bad("inner ops on a non-pipeline op");
   if (op.kind == OpKind::Pipeline && inPipeline) bad("nested pipeline");
   if (!isDataSyncOp(op.kind) && op.dataSync != SyncType::None) bad("data_sync flags on an op that takes none");
-  if (!isChannelSync(op.kind) && op.kind != OpKind::Pipeline)
+  if (!isChannelSyncOp(op.kind) && op.kind != OpKind::Pipeline)
     for (uint32_t c : op.channelIds)
       if (op.channelType != ChannelType::None && c >= channelsOf(tb, op.channelType))
         bad("channel " + std::to_string(c) + " not registered on the threadblock");

@@ -254,25 +254,29 @@ struct Checker {
     }
   }
 
+  /// Check one side (src_buff or dst_buff) of a data op against its op table roles.
   void checkEntries(uint32_t r, const ResolvedTb &rtb, const Op &op, const std::string &p, const char *key,
-                    const std::vector<BufferRef> &v, size_t minCount, Need first, Need rest, bool firstScratch,
-                    bool restScratch) {
+                    const std::vector<BufferRef> &v, const OpSide &side, size_t minCount) {
     if (v.size() < minCount)
       return error(p + "." + key, "needs at least " + std::to_string(minCount) + " entr" + (minCount == 1 ? "y" : "ies"));
     if (v.size() > kMaxEntriesPerOp)
       error(p + "." + key, std::to_string(v.size()) + " entries exceed the executor limit of 10 per op");
-    for (size_t j = 0; j < v.size(); ++j)
-      checkEntry(r, rtb, op, v[j], idx(p + "." + key, j), j == 0 ? first : rest, j == 0 ? firstScratch : restScratch);
+    static constexpr Need kNeed[] = {Any, LocalE, RemoteE, SwitchE}; // by oprole location A, L, R, S
+    for (size_t j = 0; j < v.size(); ++j) {
+      const EntryRole role = side.role(j);
+      checkEntry(r, rtb, op, v[j], idx(p + "." + key, j), kNeed[role & oprole::LocMask], (role & oprole::Scr) != 0);
+    }
   }
 
-  void requireChannelType(const Op &op, const std::string &p, std::initializer_list<ChannelType> allowed) {
+  /// The op's channel_type must be one of `allowed` (its op table row).
+  void requireChannelType(const Op &op, const std::string &p, ChannelMask allowed) {
     ChannelType ct = op.channelType.value_or(ChannelType::None);
-    for (ChannelType a : allowed)
-      if (a == ct)
-        return;
+    if (opAcceptsChannel(op.type, ct))
+      return;
     std::string names;
-    for (ChannelType a : allowed)
-      names += (names.empty() ? "" : " or ") + std::string(channelTypeName(a));
+    for (ChannelType a : {ChannelType::None, ChannelType::Memory, ChannelType::Port, ChannelType::Switch})
+      if (allowed & (1u << unsigned(a)))
+        names += (names.empty() ? "" : " or ") + std::string(channelTypeName(a));
     error(p + ".channel_type", "op " + std::string(opName(op.type)) + " needs channel_type " + names + ", not " +
                                    std::string(channelTypeName(ct)));
   }
@@ -302,9 +306,7 @@ struct Checker {
             continue;
           }
           // Sync ops need a partner channel on the peer.
-          bool sync = op.type == OpType::Signal || op.type == OpType::Wait || op.type == OpType::RelaxedSignal ||
-                      op.type == OpType::RelaxedWait || op.type == OpType::PutWithSignal ||
-                      op.type == OpType::PutWithSignalAndFlush;
+          bool sync = opHas(op.type, optrait::Signals | optrait::Waits);
           if (sync && (ct == ChannelType::Memory || ct == ChannelType::Port)) {
             const auto &list = ct == ChannelType::Memory ? resolved.gpus[r].memoryChannels
                                                          : resolved.gpus[r].portChannels;
@@ -321,11 +323,6 @@ struct Checker {
     if (op.tbg && (op.tbg->tbgSize == 0 || op.tbg->tbId >= op.tbg->tbgSize))
       error(p + ".tbg_info", "tb_id " + std::to_string(op.tbg->tbId) + " must be below tbg_size " +
                                  std::to_string(op.tbg->tbgSize));
-    auto entries = [&](size_t minSrc, Need s0, Need sRest, size_t minDst, Need d0, Need dRest, bool s0Scr = false,
-                       bool sRestScr = false, bool d0Scr = false, bool dRestScr = false) {
-      checkEntries(r, rtb, op, p, "src_buff", op.src, minSrc, s0, sRest, s0Scr, sRestScr);
-      checkEntries(r, rtb, op, p, "dst_buff", op.dst, minDst, d0, dRest, d0Scr, dRestScr);
-    };
     auto needChannelsFor = [&](size_t n) {
       size_t have = op.channelIds ? op.channelIds->size() : 0;
       if (have < n)
@@ -355,10 +352,11 @@ struct Checker {
                                              " to rank " + std::to_string(peer));
       }
     };
-    switch (op.type) {
-    case OpType::Nop:
+    const OpRow row = opRow(op.type);
+    switch (opShape(op.type)) {
+    case OpShape::Nop:
       break;
-    case OpType::Barrier:
+    case OpShape::Barrier:
       if (op.barrierId >= kMaxBarriers)
         error(p + ".barrier_id", std::to_string(op.barrierId) + " exceeds the executor limit (ids 0..15, MAX_DEVICE_SYNCERS)");
       if (op.numThreadblocks == 0 || op.numThreadblocks > plan.gpus[r].threadblocks.size())
@@ -371,17 +369,12 @@ struct Checker {
       barrierSize[op.barrierId] = op.numThreadblocks;
       barrierTbs[op.barrierId].insert(t);
       break;
-    case OpType::Signal:
-    case OpType::Wait:
-    case OpType::RelaxedSignal:
-    case OpType::RelaxedWait:
-    case OpType::Flush:
-      requireChannelType(op, p, {ChannelType::Memory, ChannelType::Port, ChannelType::Switch});
+    case OpShape::Sync:
+      requireChannelType(op, p, row.channels);
       if (!op.channelIds || op.channelIds->empty())
         error(p + ".channel_ids", "op " + std::string(opName(op.type)) + " needs channel_ids");
       break;
-    case OpType::SemAcquire:
-    case OpType::SemRelease:
+    case OpShape::Sem:
       if (op.semaphoreIds.size() > kMaxSemaphoresPerOp)
         error(p + ".semaphore_ids", "more than 16 semaphores in one op (MAX_DEVICE_SEMAPHORES)");
       for (size_t j = 0; j < op.semaphoreIds.size(); ++j)
@@ -390,93 +383,20 @@ struct Checker {
                                                   " out of range (gpu has " +
                                                   std::to_string(plan.gpus[r].semaphores.size()) + ")");
       break;
-    case OpType::Put:
-    case OpType::PutWithSignal:
-    case OpType::PutWithSignalAndFlush:
-      requireChannelType(op, p, {ChannelType::Memory, ChannelType::Port});
-      entries(op.dst.size(), LocalE, LocalE, 1, RemoteE, RemoteE);
-      if (ct == ChannelType::Port)
-        needChannelsFor(op.dst.size());
-      portPeers(op.dst, 0);
+    case OpShape::Data:
+      // Roles, channel types and counts from the op table (PlanEnums.def).
+      if (row.channels != opchan::ChAny)
+        requireChannelType(op, p, row.channels);
+      checkEntries(r, rtb, op, p, "src_buff", op.src, row.src, row.src.minGiven(op.dst.size()));
+      checkEntries(r, rtb, op, p, "dst_buff", op.dst, row.dst, row.dst.minGiven(op.src.size()));
+      if (row.traits & optrait::Put) { // one port channel per dst entry, to that entry's rank
+        if (ct == ChannelType::Port)
+          needChannelsFor(op.dst.size());
+        portPeers(op.dst, 0);
+      }
       break;
-    case OpType::Get:
-      requireChannelType(op, p, {ChannelType::Memory});
-      entries(1, RemoteE, RemoteE, op.src.size(), LocalE, LocalE);
-      break;
-    case OpType::Copy:
-      entries(1, LocalE, Any, 1, LocalE, Any);
-      break;
-    case OpType::CopyPackets:
-      entries(1, LocalE, Any, 1, LocalE, Any);
-      break;
-    case OpType::UnpackPackets:
-      entries(1, LocalE, Any, 1, LocalE, Any, true);
-      break;
-    case OpType::Reduce:
-      entries(1, LocalE, LocalE, 1, LocalE, Any);
-      break;
-    case OpType::ReduceSend:
-      requireChannelType(op, p, {ChannelType::Memory});
-      entries(1, LocalE, LocalE, 1, LocalE, RemoteE);
-      break;
-    case OpType::ReadReduce:
-      requireChannelType(op, p, {ChannelType::Memory});
-      entries(1, LocalE, RemoteE, 1, LocalE, Any);
-      break;
-    case OpType::ReadReduceSend:
-      requireChannelType(op, p, {ChannelType::Memory});
-      entries(1, LocalE, RemoteE, 1, LocalE, RemoteE);
-      break;
-    case OpType::PutPackets:
-      requireChannelType(op, p, {ChannelType::Memory, ChannelType::Port});
-      entries(op.dst.size(), LocalE, LocalE, 1, RemoteE, RemoteE, false, false, true, true);
-      if (ct == ChannelType::Port)
-        needChannelsFor(op.dst.size());
-      portPeers(op.dst, 0);
-      break;
-    case OpType::ReadPutPackets:
-      requireChannelType(op, p, {ChannelType::Memory, ChannelType::Port});
-      entries(1, LocalE, Any, 1, RemoteE, RemoteE, true, false, true, true);
-      if (ct == ChannelType::Port)
-        needChannelsFor(op.dst.size());
-      portPeers(op.dst, 0);
-      break;
-    case OpType::ReducePackets:
-      entries(1, LocalE, LocalE, 1, LocalE, Any, false, true);
-      break;
-    case OpType::ReduceCopyPackets:
-      entries(1, LocalE, LocalE, 2, LocalE, LocalE, false, true);
-      break;
-    case OpType::ReduceSendPackets:
-      requireChannelType(op, p, {ChannelType::Memory});
-      entries(1, LocalE, LocalE, 1, LocalE, RemoteE, false, true, false, true);
-      break;
-    case OpType::ReduceCopySendPackets: {
-      // dst = [d local plain, p local packets, r1.. remote scratch packets].
-      requireChannelType(op, p, {ChannelType::Memory});
-      checkEntries(r, rtb, op, p, "src_buff", op.src, 1, LocalE, LocalE, false, true);
-      if (op.dst.size() < 2)
-        error(p + ".dst_buff", "needs at least 2 entries");
-      if (op.dst.size() > kMaxEntriesPerOp)
-        error(p + ".dst_buff", std::to_string(op.dst.size()) + " entries exceed the executor limit of 10 per op");
-      for (size_t j = 0; j < op.dst.size(); ++j)
-        checkEntry(r, rtb, op, op.dst[j], idx(p + ".dst_buff", j), j < 2 ? LocalE : RemoteE, j >= 2);
-      break;
-    }
-    case OpType::MultiLoadReduceStore:
-      requireChannelType(op, p, {ChannelType::Switch});
-      entries(1, SwitchE, Any, 1, SwitchE, Any);
-      break;
-    case OpType::MultiStore:
-      requireChannelType(op, p, {ChannelType::Switch});
-      entries(1, LocalE, Any, 1, SwitchE, Any);
-      break;
-    case OpType::MultiStorePackets:
-      requireChannelType(op, p, {ChannelType::Switch});
-      entries(1, LocalE, Any, 1, SwitchE, Any, false, false, true);
-      break;
-    case OpType::MultiLoadReduce: {
-      requireChannelType(op, p, {ChannelType::Switch});
+    case OpShape::GroupLoadReduce: {
+      requireChannelType(op, p, row.channels);
       if (!op.channelIds || op.channelIds->empty())
         break; // reported above
       uint32_t q = op.channelIds->front();
@@ -496,7 +416,7 @@ struct Checker {
       checkEntry(r, rtb, op, d, p + ".dst_chunk", LocalE, false);
       break;
     }
-    case OpType::Pipeline:
+    case OpShape::Pipeline:
       if (inPipeline)
         error(p, "nested pipelines are not supported");
       if (op.iterContext.unitSize == 0)

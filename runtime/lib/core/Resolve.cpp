@@ -18,43 +18,6 @@ static ExecutionError planError(const std::string &path, const std::string &msg)
   return ExecutionError(ErrorKind::InvalidPlan, path + ": " + msg);
 }
 
-bool isPacketOp(OpType t) {
-  switch (t) {
-  case OpType::PutPackets:
-  case OpType::ReadPutPackets:
-  case OpType::CopyPackets:
-  case OpType::UnpackPackets:
-  case OpType::ReducePackets:
-  case OpType::ReduceCopyPackets:
-  case OpType::ReduceSendPackets:
-  case OpType::ReduceCopySendPackets:
-  case OpType::MultiStorePackets:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool honoursPipeline(OpType t) {
-  switch (t) {
-  case OpType::Put:
-  case OpType::PutWithSignal:
-  case OpType::PutWithSignalAndFlush:
-  case OpType::Get:
-  case OpType::Copy:
-  case OpType::Reduce:
-  case OpType::ReduceSend:
-  case OpType::ReadReduce:
-  case OpType::ReadReduceSend:
-  case OpType::MultiLoadReduceStore:
-  case OpType::MultiStore:
-  case OpType::MultiLoadReduce:
-    return true;
-  default:
-    return false;
-  }
-}
-
 ResolvedPlan resolvePlan(const Plan &plan) {
   ResolvedPlan out;
   const size_t nranks = plan.gpus.size();

@@ -98,9 +98,7 @@ struct Ctx {
   enum Acc : uint8_t { NoAcc, Read, Write };
   /// Accesses of this op go through its port proxy lane (race checker).
   bool byProxy() const {
-    return op.channelType == ChannelType::Port &&
-           (op.type == OpType::Put || op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush ||
-            op.type == OpType::PutPackets);
+    return op.channelType == ChannelType::Port && isProxyOp(op.type);
   }
 
   /// Bounds-check bytes [offset, offset+length) of buffer `type` of `rank`; returns the offset
@@ -701,59 +699,46 @@ struct Ctx {
     return m.port->flushed(tb, &tb.blockedOn);
   }
 
+  // Handlers named by the op table's Cpu column (PlanEnums.def) that are not shared above.
+  Step nop() {
+    if (m.race)
+      m.race->nop(tb);
+    return Step::Done;
+  }
+  Step signalAll() {
+    for (uint32_t c : op.channels)
+      signal(c);
+    return Step::Done;
+  }
+  Step flush() { // one-process: port transfers complete when issued (docs/runtime.md)
+    if (!flushed())
+      return Step::Blocked;
+    if (m.race)
+      m.race->flush(tb);
+    return Step::Done;
+  }
+  Step putPlain() { return put(false); }
+  Step putSignal() { return put(true); }
+  Step putFlush() {
+    if (!tb.arrived) {
+      put(true);
+      tb.arrived = true;
+    }
+    if (!flushed())
+      return Step::Blocked;
+    if (m.race && op.channelType == ChannelType::Port)
+      m.race->flush(tb);
+    return Step::Done;
+  }
+  Step pipeline() { return Step::Done; } // handled by the scheduler
+
+  /// Dispatch: one case per op table row, calling the row's Cpu handler.
   Step run() {
     switch (op.type) {
-    case OpType::Nop:
-      if (m.race)
-        m.race->nop(tb);
-      return Step::Done;
-    case OpType::Barrier: return barrier();
-    case OpType::Signal:
-    case OpType::RelaxedSignal:
-      for (uint32_t c : op.channels)
-        signal(c);
-      return Step::Done;
-    case OpType::Wait:
-    case OpType::RelaxedWait: return waitAll();
-    case OpType::Flush: // one-process: port transfers complete when issued (docs/runtime.md)
-      if (!flushed())
-        return Step::Blocked;
-      if (m.race)
-        m.race->flush(tb);
-      return Step::Done;
-    case OpType::SemAcquire: return semAcquire();
-    case OpType::SemRelease: return semRelease();
-    case OpType::Put: return put(false);
-    case OpType::PutWithSignal: return put(true);
-    case OpType::PutWithSignalAndFlush:
-      if (!tb.arrived) {
-        put(true);
-        tb.arrived = true;
-      }
-      if (!flushed())
-        return Step::Blocked;
-      if (m.race && op.channelType == ChannelType::Port)
-        m.race->flush(tb);
-      return Step::Done;
-    case OpType::Get: return get();
-    case OpType::Copy: return copy();
-    case OpType::Reduce:
-    case OpType::ReduceSend:
-    case OpType::ReadReduce:
-    case OpType::ReadReduceSend: return reduce();
-    case OpType::MultiLoadReduceStore:
-    case OpType::MultiLoadReduce: return groupReduce();
-    case OpType::MultiStore: return groupStore();
-    case OpType::CopyPackets:
-    case OpType::PutPackets: return toPackets();
-    case OpType::UnpackPackets:
-    case OpType::ReadPutPackets:
-    case OpType::MultiStorePackets: return fromPackets();
-    case OpType::ReducePackets:
-    case OpType::ReduceCopyPackets:
-    case OpType::ReduceSendPackets:
-    case OpType::ReduceCopySendPackets: return reducePackets();
-    case OpType::Pipeline: return Step::Done; // handled by the scheduler
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda)                     \
+  case OpType::Enum:                                                                                               \
+    return Cpu();
+#include "msccl/plan/PlanEnums.def"
     }
     misuse("unknown op");
   }

@@ -342,32 +342,39 @@ template <bool LL16> __device__ void portReadPutPacketsT(Exec &x, const DevOp &o
 
 // --- Dispatch -----------------------------------------------------------------------------
 
-__device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
-  const bool port = op.channelType == (uint8_t)ChannelType::Port;
-  switch ((OpType)op.type) {
-  case OpType::Nop: __syncthreads(); return;
-  case OpType::Barrier: barrierOp(x, op); return;
-  case OpType::Signal: case OpType::Wait: case OpType::Flush:
-  case OpType::RelaxedSignal: case OpType::RelaxedWait: syncOp(x, op); return;
-  case OpType::SemAcquire: case OpType::SemRelease: semOp(x, op); return;
-  case OpType::Put: case OpType::PutWithSignal: case OpType::PutWithSignalAndFlush:
-    if (port) portPutOp(x, op, win);
-    else copyOp(x, op, win);
-    return;
-  case OpType::Get: case OpType::Copy: case OpType::MultiStore: copyOp(x, op, win); return;
-  case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce: case OpType::ReadReduceSend:
-  case OpType::MultiLoadReduceStore: case OpType::MultiLoadReduce: reduceOp(x, op, win); return;
-  case OpType::PutPackets:
-    if (port) { portPutOp(x, op, win); return; }
-    break;
-  case OpType::ReadPutPackets:
-    if (port) { x.ll16 ? portReadPutPacketsT<true>(x, op) : portReadPutPacketsT<false>(x, op); return; }
-    break;
-  case OpType::CopyPackets: case OpType::UnpackPackets: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
-  case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets: case OpType::MultiStorePackets: break;
-  default: return; // Pipeline is handled by the caller
-  }
+// Handlers named by the op table's Cuda column (PlanEnums.def) that are not defined above.
+__device__ void nopOp(Exec &, const DevOp &, const Window &) { __syncthreads(); }
+__device__ void barrierOp(Exec &x, const DevOp &op, const Window &) { barrierOp(x, op); }
+__device__ void syncOp(Exec &x, const DevOp &op, const Window &) { syncOp(x, op); }
+__device__ void semOp(Exec &x, const DevOp &op, const Window &) { semOp(x, op); }
+__device__ void pipelineOp(Exec &, const DevOp &, const Window &) {} // handled by the caller
+__device__ void packetOp(Exec &x, const DevOp &op, const Window &) {
   x.ll16 ? packetOpT<true>(x, op) : packetOpT<false>(x, op);
+}
+__device__ void putOp(Exec &x, const DevOp &op, const Window &win) {
+  if (op.channelType == (uint8_t)ChannelType::Port) portPutOp(x, op, win);
+  else copyOp(x, op, win);
+}
+__device__ void putPacketsOp(Exec &x, const DevOp &op, const Window &win) {
+  if (op.channelType == (uint8_t)ChannelType::Port) portPutOp(x, op, win);
+  else packetOp(x, op, win);
+}
+__device__ void readPutPacketsOp(Exec &x, const DevOp &op, const Window &win) {
+  if (op.channelType != (uint8_t)ChannelType::Port) packetOp(x, op, win);
+  else if (x.ll16) portReadPutPacketsT<true>(x, op);
+  else portReadPutPacketsT<false>(x, op);
+}
+
+/// Dispatch: one case per op table row, calling the row's Cuda handler.
+__device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
+  switch ((OpType)op.type) {
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda)                     \
+  case OpType::Enum:                                                                                               \
+    Cuda(x, op, win);                                                                                              \
+    return;
+#include "msccl/plan/PlanEnums.def"
+  default: return;
+  }
 }
 
 __global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {

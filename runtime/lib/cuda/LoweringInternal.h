@@ -8,6 +8,7 @@
 #pragma once
 
 #include "msccl/cuda/DevicePlan.h"
+#include "msccl/plan/OpTable.h"
 #include "msccl/plan/Plan.h"
 
 #include <string>
@@ -15,29 +16,20 @@
 
 namespace msccl::cuda {
 
-/// dst_buff entries [first, end) that a packet reduce op (repkt, rcpkt, respkt, rcspkt) writes
-/// as packets, given its `nDst` entries: none for repkt (extra entries are ignored, as by the
-/// CPU executor and MSCCL++), dst[1] for rcpkt (lowering refuses more), dst[1..] for respkt and
-/// rcspkt. Other ops: first = end = 0. The kernel writes exactly these; lowering bounds-checks
-/// them as packets (entryIsPacket).
+// Which entries are packets comes from the op table (plan/OpTable.h): entryIsPacket for the
+// lowering's bounds checks, packetReduceDsts for the kernel, so both agree.
+using plan::entryIsPacket;
+using plan::isPacketOp;
+
+/// plan::packetReduceDsts for a device op code (DevOp::type).
 MSCCL_HD inline void packetReduceDsts(uint8_t type, uint32_t nDst, uint32_t &first, uint32_t &end) {
-  first = end = 0;
-  switch ((plan::OpType)type) {
-  case plan::OpType::ReducePackets: first = end = 1; break;
-  case plan::OpType::ReduceCopyPackets: first = 1; end = nDst < 2 ? 1 : 2; break;
-  case plan::OpType::ReduceSendPackets: case plan::OpType::ReduceCopySendPackets: first = 1; end = nDst < 1 ? 1 : nDst; break;
-  default: break;
-  }
+  plan::packetReduceDsts((plan::OpType)type, nDst, first, end);
 }
 
-/// Whether the op reads or writes LL packets.
-bool isPacketOp(plan::OpType t);
-
-/// Whether entry k of the src (isSrc) or dst side is addressed as packets (at 2*offset).
-bool entryIsPacket(plan::OpType t, plan::ChannelType ct, bool isSrc, size_t k);
-
-/// Checks that the op has the entries its handler reads, with the right locations (local,
-/// remote, switch) and lengths, and enough channel ids. Returns "" or a message.
+/// Checks that the op has the entries its handler reads, as its op table row says: counts,
+/// locations (local, remote, switch), refused extra entries, the channel type when an entry is
+/// remote, one port channel id per dst entry for the put family, and the row's length rule.
+/// Returns "" or a message.
 std::string checkOpShape(plan::OpType t, plan::ChannelType ct, const std::vector<DevEntry> &src,
                          const std::vector<DevEntry> &dst, unsigned nIds);
 

@@ -1,44 +1,19 @@
 //===- OpShapes.cpp - Per-op roles of buffer entries ------------------------------------===//
 //
-// Consumes an op code, its channel type and its lowered entries; produces a yes/no per entry
-// (packet addressing) and a shape diagnostic. The roles follow spec plan#8 (with the
-// fixes of Lowering.h: every pair uses its own entries).
+// Consumes an op code, its channel type and its lowered entries; produces a shape diagnostic.
+// Every rule comes from the op's row of the op table (plan/OpTable.h, PlanEnums.def): entry
+// counts, roles (location, refused entries), channel types and the length rule (spec plan#8,
+// with the fixes of Lowering.h: every pair uses its own entries).
 //
 //===------------------------------------------------------------------------------------===//
 #include "LoweringInternal.h"
+
+#include <algorithm>
 
 namespace msccl::cuda {
 
 using plan::ChannelType;
 using plan::OpType;
-
-bool isPacketOp(OpType t) {
-  switch (t) {
-  case OpType::PutPackets: case OpType::ReadPutPackets: case OpType::CopyPackets:
-  case OpType::UnpackPackets: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
-  case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets: case OpType::MultiStorePackets:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool entryIsPacket(OpType t, ChannelType ct, bool isSrc, size_t k) {
-  switch (t) {
-  case OpType::CopyPackets: return !isSrc;
-  case OpType::UnpackPackets: return isSrc;
-  case OpType::PutPackets: return isSrc ? ct == ChannelType::Port : true;
-  case OpType::ReadPutPackets: case OpType::MultiStorePackets: return true;
-  case OpType::ReducePackets: case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets:
-  case OpType::ReduceCopyPackets: {
-    if (isSrc) return k >= 1;
-    uint32_t first = 0, end = 0;
-    packetReduceDsts((uint8_t)t, kMaxEntriesPerSide, first, end);
-    return k >= first && k < end;
-  }
-  default: return false;
-  }
-}
 
 namespace {
 
@@ -46,92 +21,89 @@ bool isLocal(const DevEntry &e) { return e.base <= (uint8_t)DevBase::Scratch; }
 bool isRemote(const DevEntry &e) { return e.base == (uint8_t)DevBase::Remote; }
 bool isSwitch(const DevEntry &e) { return e.base == (uint8_t)DevBase::Switch; }
 
-std::string need(const char *what) { return std::string("needs ") + what; }
+std::string need(const std::string &what) { return "needs " + what; }
 
-/// Entries [from, n) of `v` must satisfy `pred`.
-template <class P> bool all(const std::vector<DevEntry> &v, size_t from, P pred) {
-  for (size_t i = from; i < v.size(); ++i)
-    if (!pred(v[i])) return false;
-  return true;
+/// "one", "two", "3", ...
+std::string number(size_t n) {
+  static const char *const kWords[] = {"no", "one", "two"};
+  return n < 3 ? kWords[n] : std::to_string(n);
 }
+/// "a src_buff", "two src_buff", ...
+std::string count(size_t n, const char *key) { return (n == 1 ? std::string("a") : number(n)) + " " + key; }
 
-std::string lengths(const std::vector<DevEntry> &src, const std::vector<DevEntry> &dst, uint64_t L) {
-  for (size_t i = 0; i < src.size(); ++i)
-    if (src[i].length < L) return "src_buff[" + std::to_string(i) + "] is shorter than the op's length";
-  for (size_t i = 0; i < dst.size(); ++i)
-    if (dst[i].length < L) return "dst_buff[" + std::to_string(i) + "] is shorter than the op's length";
-  return "";
+/// "memory or port" for a channel mask.
+std::string channelWords(plan::ChannelMask m) {
+  std::string out;
+  for (ChannelType ct : {ChannelType::Memory, ChannelType::Port, ChannelType::Switch})
+    if (m & (1u << unsigned(ct))) out += (out.empty() ? "" : " or ") + std::string(plan::channelTypeName(ct));
+  return out;
 }
 
 } // namespace
 
 std::string checkOpShape(OpType t, ChannelType ct, const std::vector<DevEntry> &src,
                          const std::vector<DevEntry> &dst, unsigned nIds) {
-  const size_t ns = src.size(), nd = dst.size();
-  const bool port = ct == ChannelType::Port, memory = ct == ChannelType::Memory;
-  switch (t) {
-  case OpType::Put: case OpType::PutWithSignal: case OpType::PutWithSignalAndFlush: case OpType::PutPackets: {
-    if (nd == 0 || ns < nd) return need("one local src_buff entry per remote dst_buff entry");
-    if (!memory && !port) return need("channel_type memory or port");
-    if (!all(src, 0, isLocal) || !all(dst, 0, isRemote)) return need("local src_buff and remote (buffer_id) dst_buff entries");
-    if (port && nIds < nd) return need("one channel id per dst_buff entry");
-    for (size_t i = 0; i < nd; ++i) {
-      uint64_t L = t == OpType::PutPackets ? src[i].length : dst[i].length;
-      if (src[i].length < L || dst[i].length < L) return "src_buff[" + std::to_string(i) + "] and dst_buff[" + std::to_string(i) + "] differ in size";
-    }
+  using namespace plan::oprole;
+  const plan::OpRow row = plan::opRow(t);
+  if (!(row.traits & plan::optrait::Data))
     return "";
+  const size_t ns = src.size(), nd = dst.size();
+  // Counts.
+  if (row.src.min == PerOther || row.dst.min == PerOther) {
+    const bool perDst = row.src.min == PerOther;
+    const size_t per = perDst ? ns : nd, by = perDst ? nd : ns;
+    if (by == 0 || per < by)
+      return perDst ? need("one local src_buff entry per remote dst_buff entry")
+                    : need("one local dst_buff entry per remote src_buff entry");
+  } else if (ns < row.src.min || nd < row.dst.min) {
+    return need(count(row.src.min, "src_buff") + " and " + count(row.dst.min, "dst_buff") +
+                (row.dst.min > 1 ? " entries" : " entry"));
   }
-  case OpType::Get:
-    if (ns == 0 || nd < ns) return need("one local dst_buff entry per remote src_buff entry");
-    if (!memory) return need("channel_type memory");
-    if (!all(src, 0, isRemote) || !all(dst, 0, isLocal)) return need("remote src_buff and local dst_buff entries");
-    for (size_t i = 0; i < ns; ++i)
+  // Locations, and entries the handler refuses.
+  bool remote = false;
+  for (int side = 0; side < 2; ++side) {
+    const std::vector<DevEntry> &v = side == 0 ? src : dst;
+    const plan::OpSide &s = side == 0 ? row.src : row.dst;
+    const char *key = side == 0 ? "src_buff" : "dst_buff";
+    for (size_t k = 0; k < v.size(); ++k) {
+      const plan::EntryRole role = s.role(k);
+      if (role & Rej)
+        return "has more than " + number(k) + " " + key + (k == 1 ? " entry" : " entries");
+      const plan::EntryRole loc = role & LocMask;
+      if (loc == L && !isLocal(v[k])) return need(std::string("a local ") + key + "[" + std::to_string(k) + "] entry");
+      if (loc == R && !isRemote(v[k])) return need(std::string("a remote ") + key + "[" + std::to_string(k) + "] entry");
+      if (loc == S && !isSwitch(v[k])) return need(std::string("a switch ") + key + "[" + std::to_string(k) + "] entry");
+      remote = remote || isRemote(v[k]);
+    }
+  }
+  // Channels: a remote entry is reached through one of the op's channel types.
+  if (remote && !plan::opAcceptsChannel(t, ct)) return need("channel_type " + channelWords(row.channels));
+  if ((row.traits & plan::optrait::Put) && ct == ChannelType::Port && nIds < nd)
+    return need("one channel id per dst_buff entry");
+  // Lengths.
+  switch (row.length) {
+  case plan::OpLength::NoLength:
+    return "";
+  case plan::OpLength::PairsByDst: // the transfer size is dst[i]'s; src[i] must hold it
+    for (size_t i = 0; i < nd; ++i)
+      if (src[i].length < dst[i].length) return "src_buff[" + std::to_string(i) + "] is shorter than dst_buff[" + std::to_string(i) + "]";
+    return "";
+  case plan::OpLength::PairsBySrc: // the transfer size is src[i]'s; dst[i] must hold it
+    for (size_t i = 0; i < std::min(ns, nd); ++i)
       if (dst[i].length < src[i].length) return "dst_buff[" + std::to_string(i) + "] is shorter than src_buff[" + std::to_string(i) + "]";
     return "";
-  case OpType::Copy: case OpType::CopyPackets: case OpType::UnpackPackets:
-    if (ns == 0 || nd == 0) return need("a src_buff and a dst_buff entry");
-    if (!isLocal(src[0]) || !isLocal(dst[0])) return need("local entries");
-    return dst[0].length < src[0].length ? "dst_buff[0] is shorter than src_buff[0]" : "";
-  case OpType::Reduce: case OpType::ReducePackets:
-    if (ns == 0 || nd == 0) return need("src_buff and dst_buff entries");
-    if (!all(src, 0, isLocal) || !isLocal(dst[0])) return need("local entries");
-    return lengths(src, {dst[0]}, src[0].length);
-  case OpType::ReduceSend: case OpType::ReduceSendPackets:
-    if (ns == 0 || nd == 0) return need("src_buff and dst_buff entries");
-    if (!all(src, 0, isLocal) || !isLocal(dst[0])) return need("local src_buff entries and a local dst_buff[0]");
-    if (nd > 1 && (!memory || !all(dst, 1, isRemote))) return need("remote dst_buff[1..] entries over memory channels");
-    return lengths(src, dst, src[0].length);
-  case OpType::ReadReduce: case OpType::ReadReduceSend:
-    if (ns == 0 || nd == 0) return need("src_buff and dst_buff entries");
-    if (!isLocal(src[0]) || !all(src, 1, isRemote) || !isLocal(dst[0])) return need("local src_buff[0], remote src_buff[1..] and local dst_buff[0]");
-    if (ns > 1 && !memory) return need("channel_type memory");
-    if (t == OpType::ReadReduceSend && !all(dst, 1, isRemote)) return need("remote dst_buff[1..] entries");
-    if (t == OpType::ReadReduce && nd > 1) return "has more than one dst_buff entry";
-    return lengths(src, dst, src[0].length);
-  case OpType::ReduceCopyPackets: case OpType::ReduceCopySendPackets:
-    if (ns == 0 || nd < 2) return need("src_buff entries and two local dst_buff entries");
-    if (!all(src, 0, isLocal) || !isLocal(dst[0]) || !isLocal(dst[1])) return need("local src_buff and dst_buff[0..1] entries");
-    if (t == OpType::ReduceCopySendPackets && nd > 2 && (!memory || !all(dst, 2, isRemote))) return need("remote dst_buff[2..] entries over memory channels");
-    if (t == OpType::ReduceCopyPackets && nd > 2) return "has more than two dst_buff entries";
-    return lengths(src, dst, src[0].length);
-  case OpType::ReadPutPackets:
-    if (ns == 0 || nd == 0) return need("a local src_buff entry and remote dst_buff entries");
-    if (!isLocal(src[0]) || !all(dst, 0, isRemote)) return need("a local src_buff entry and remote dst_buff entries");
-    if (!memory && !port) return need("channel_type memory or port");
-    if (port && nIds < nd) return need("one channel id per dst_buff entry");
-    return lengths({src[0]}, dst, src[0].length);
-  case OpType::MultiLoadReduceStore:
-    if (ns == 0 || nd == 0 || !isSwitch(src[0]) || !isSwitch(dst[0])) return need("switch src_buff[0] and dst_buff[0] entries");
-    return lengths({src[0]}, {dst[0]}, src[0].length);
-  case OpType::MultiLoadReduce: // glre: switch src, local dst
-    if (ns == 0 || nd == 0 || !isSwitch(src[0]) || !isLocal(dst[0])) return need("a switch source and a local dst_chunk");
-    return lengths({src[0]}, {dst[0]}, src[0].length);
-  case OpType::MultiStore: case OpType::MultiStorePackets:
-    if (ns == 0 || nd == 0 || !isLocal(src[0]) || !isSwitch(dst[0])) return need("a local src_buff[0] and a switch dst_buff[0] entry");
-    return lengths({src[0]}, {dst[0]}, src[0].length);
-  default:
-    return "";
+  case plan::OpLength::BySrc0:
+    break;
   }
+  const uint64_t len = src[0].length;
+  for (int side = 0; side < 2; ++side) {
+    const std::vector<DevEntry> &v = side == 0 ? src : dst;
+    const plan::OpSide &s = side == 0 ? row.src : row.dst;
+    for (size_t k = 0; k < v.size(); ++k)
+      if (!(s.role(k) & Ign) && v[k].length < len)
+        return std::string(side == 0 ? "src_buff[" : "dst_buff[") + std::to_string(k) + "] is shorter than the op's length";
+  }
+  return "";
 }
 
 } // namespace msccl::cuda

@@ -18,7 +18,7 @@ struct OpInfo {
 };
 
 constexpr std::array<OpInfo, kNumOpTypes> kOpInfo = {{
-#define MSCCL_OP(Enum, Json, Shape, Executable) {Json, OpShape::Shape, Executable},
+#define MSCCL_OP(Enum, Json, Shape, Executable, ...) {Json, OpShape::Shape, Executable},
 #include "msccl/plan/PlanEnums.def"
 }};
 

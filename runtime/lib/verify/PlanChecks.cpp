@@ -72,8 +72,6 @@ static OpRef opRefOfPath(const std::string &path) {
   return r;
 }
 
-static bool isSyncShape(OpType t) { return opShape(t) == OpShape::Sync; }
-
 namespace {
 struct Checker {
   const Plan &plan;
@@ -162,7 +160,7 @@ std::vector<Finding> checkPlanShape(const Plan &plan) {
 constexpr size_t kMaxChannelsPerOp = 8;
 
 size_t splitPieces(const Op &op) {
-  if (!isSyncShape(op.type) || !op.channelIds || op.channelIds->size() <= kMaxChannelsPerOp)
+  if (!isChannelSyncOp(op.type) || !op.channelIds || op.channelIds->size() <= kMaxChannelsPerOp)
     return 1;
   return (op.channelIds->size() + kMaxChannelsPerOp - 1) / kMaxChannelsPerOp;
 }

@@ -86,8 +86,7 @@ void Verifier::reportDeadlock() {
     const auto &rtb = resolved_.gpus[tb.rank].threadblocks[tb.tb];
     for (size_t i = tb.pc; i < tb.ops.size(); ++i) {
       const Op &op = *tb.ops[i].op;
-      bool sig = op.type == OpType::Signal || op.type == OpType::RelaxedSignal || op.type == OpType::PutWithSignal ||
-                 op.type == OpType::PutWithSignalAndFlush;
+      bool sig = opHas(op.type, optrait::Signals);
       if (!sig || !op.channelIds || !op.channelType)
         continue;
       int type = *op.channelType == ChannelType::Memory ? 0 : 1;
@@ -102,7 +101,7 @@ void Verifier::reportDeadlock() {
     const TbRun &tb = tbs_[a];
     const Op &op = *tb.ops[tb.pc].op;
     std::vector<uint32_t> out;
-    if (op.type == OpType::Wait || op.type == OpType::RelaxedWait) {
+    if (opHas(op.type, optrait::Waits)) {
       int type = op.channelType == ChannelType::Memory ? 0 : 1;
       const auto &rtb = resolved_.gpus[tb.rank].threadblocks[tb.tb];
       const auto &table = type == 0 ? rtb.memoryChannels : rtb.portChannels;
@@ -185,7 +184,7 @@ void Verifier::run() {
       const auto &rtb = resolved_.gpus[tb.rank].threadblocks[tb.tb];
       for (const FlatOp &fo : tb.ops) {
         const Op &op = *fo.op;
-        if ((op.type == OpType::Wait || op.type == OpType::RelaxedWait) && op.channelIds && op.channelType) {
+        if (opHas(op.type, optrait::Waits) && op.channelIds && op.channelType) {
           int type = *op.channelType == ChannelType::Memory ? 0 : 1;
           const auto &table = type == 0 ? rtb.memoryChannels : rtb.portChannels;
           for (uint32_t c : *op.channelIds)

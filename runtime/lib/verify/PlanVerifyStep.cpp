@@ -70,9 +70,7 @@ bool Verifier::step(TbRun &tb) {
   RankRun &rr = ranks_[tb.rank];
   const uint32_t L = rr.launch;
   const ChannelType ct = op.channelType.value_or(ChannelType::None);
-  const bool portProxy = ct == ChannelType::Port && (op.type == OpType::Put || op.type == OpType::PutWithSignal ||
-                                                      op.type == OpType::PutWithSignalAndFlush ||
-                                                      op.type == OpType::PutPackets);
+  const bool portProxy = ct == ChannelType::Port && isProxyOp(op.type);
   bool ok = true;
   auto entries = [&](const std::vector<BufferRef> &v, std::vector<Ent> &out) {
     for (const BufferRef &b : v) {

@@ -16,6 +16,7 @@
 
 #include "msccl/ir/Dsl.h"
 #include "msccl/ir/PySet.h"
+#include "msccl/plan/OpTable.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/SMLoc.h>
@@ -121,8 +122,9 @@ void packOp(PackedOps &packed, const Op &op);
 /// Decodes all ops of `packed`, appending them to `out`.
 void decodeOps(const PackedOps &packed, std::vector<Op> &out);
 
-/// Whether `k` carries a data_sync flag (check_data_sync_op plus the relaxed forms).
-bool isDataSyncOp(OpKind k);
+/// Whether `k` carries a data_sync flag (check_data_sync_op plus the relaxed forms): the op
+/// table's channel sync and semaphore ops (plan/OpTable.h).
+using plan::isDataSyncOp;
 /// JSON spelling of the op kind.
 std::string_view opKindName(OpKind k);
 

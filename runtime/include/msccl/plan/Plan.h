@@ -26,7 +26,7 @@ namespace msccl::plan {
 
 /// Op codes, in the reference executor's OperationType order (PlanEnums.def).
 enum class OpType : uint8_t {
-#define MSCCL_OP(Enum, Json, Shape, Executable) Enum,
+#define MSCCL_OP(Enum, Json, Shape, Executable, ...) Enum,
 #include "msccl/plan/PlanEnums.def"
 };
 
@@ -54,7 +54,7 @@ enum class DataType : uint8_t {
 };
 
 constexpr unsigned kNumOpTypes = 0
-#define MSCCL_OP(Enum, Json, Shape, Executable) +1
+#define MSCCL_OP(Enum, Json, Shape, Executable, ...) +1
 #include "msccl/plan/PlanEnums.def"
     ;
 

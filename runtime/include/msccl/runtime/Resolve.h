@@ -20,6 +20,7 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "msccl/plan/OpTable.h"
 #include "msccl/plan/Plan.h"
 #include "msccl/runtime/Layout.h"
 
@@ -147,9 +148,8 @@ struct LoweredPlan {
 LoweredPlan lowerPlan(const plan::Plan &plan, const ResolvedPlan &resolved, uint64_t inputBytes,
                       uint64_t outputBytes);
 
-/// Whether op type `t` reads and/or writes LL packets (cpkt, upkt, ppkt, rppkt, *pkt, gstorepkt).
-bool isPacketOp(plan::OpType t);
-/// Whether `t` honours pipeline windows (plan#8.6).
-bool honoursPipeline(plan::OpType t);
+// The op predicates the runtime uses, from the op table (plan/OpTable.h).
+using plan::honoursPipeline;
+using plan::isPacketOp;
 
 } // namespace msccl::runtime

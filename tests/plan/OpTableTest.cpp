@@ -1,0 +1,113 @@
+// The op table (PlanEnums.def rows, plan/OpTable.h queries): its traits agree with the ops'
+// JSON spellings and shapes, its operand roles give the packet addressing every executor uses,
+// and the queries are constant expressions.
+#include "msccl/plan/OpTable.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace msccl::plan;
+
+namespace {
+
+std::string nameOf(OpType t) { return std::string(opName(t)); }
+
+OpType opAt(unsigned i) { return static_cast<OpType>(i); }
+
+} // namespace
+
+// The queries are usable where a constant is needed (the kernel relies on it).
+static_assert(isPacketOp(OpType::PutPackets) && !isPacketOp(OpType::Put));
+static_assert(honoursPipeline(OpType::Copy) && !honoursPipeline(OpType::CopyPackets));
+static_assert(opRow(OpType::Get).dst.min == oprole::PerOther);
+
+TEST_CASE("op table traits agree with spellings and shapes", "[optable]") {
+  for (unsigned i = 0; i < kNumOpTypes; ++i) {
+    const OpType t = opAt(i);
+    const std::string n = nameOf(t);
+    const OpShape shape = opShape(t);
+    INFO("op " << n);
+    CHECK(isPacketOp(t) == (n.find("pkt") != std::string::npos));
+    CHECK(isSwitchOp(t) == (n.rfind("gl", 0) == 0 || n.rfind("gs", 0) == 0));
+    CHECK(opHas(t, optrait::Data) == (shape == OpShape::Data || shape == OpShape::GroupLoadReduce));
+    CHECK(isChannelSyncOp(t) == (shape == OpShape::Sync));
+    CHECK(opHas(t, optrait::Sem) == (shape == OpShape::Sem));
+    CHECK(opHas(t, optrait::Relaxed) == (n.rfind("rlx", 0) == 0));
+    // Packet ops run whole regions; only plain data ops honour pipeline windows.
+    if (honoursPipeline(t))
+      CHECK((opHas(t, optrait::Data) && !isPacketOp(t)));
+    // Every data op names at least one entry on each side; no other op has entries.
+    const OpRow row = opRow(t);
+    if (opHas(t, optrait::Data)) {
+      CHECK(row.src.minGiven(1) >= 1);
+      CHECK(row.dst.minGiven(1) >= 1);
+      CHECK(row.length != OpLength::NoLength);
+    } else {
+      CHECK(row.src.min == 0);
+      CHECK(row.dst.min == 0);
+    }
+    // Only signals, waits and flushes are channel sync ops; they accept every channel kind.
+    if (isChannelSyncOp(t)) {
+      CHECK(opAcceptsChannel(t, ChannelType::Memory));
+      CHECK(opAcceptsChannel(t, ChannelType::Port));
+      CHECK(opAcceptsChannel(t, ChannelType::Switch));
+    }
+    // The put family writes remote entries; switch ops use switch channels only.
+    if (isPutFamily(t))
+      CHECK((row.dst.first & oprole::LocMask) == oprole::R);
+    if (isSwitchOp(t)) {
+      CHECK(opAcceptsChannel(t, ChannelType::Switch));
+      CHECK_FALSE(opAcceptsChannel(t, ChannelType::Memory));
+    }
+  }
+}
+
+TEST_CASE("op table families", "[optable]") {
+  CHECK(isPutFamily(OpType::Put));
+  CHECK(isPutFamily(OpType::ReadPutPackets));
+  CHECK_FALSE(isPutFamily(OpType::Get));
+  CHECK(isReduceFamily(OpType::ReadReduceSend));
+  CHECK(isReduceFamily(OpType::ReduceCopySendPackets));
+  CHECK_FALSE(isReduceFamily(OpType::MultiLoadReduceStore)); // a switch reduce
+  CHECK(isPacketReduce(OpType::ReducePackets));
+  CHECK_FALSE(isPacketReduce(OpType::MultiStorePackets));
+  CHECK(isDataSyncOp(OpType::SemAcquire));
+  CHECK(isDataSyncOp(OpType::RelaxedWait));
+  CHECK_FALSE(isDataSyncOp(OpType::Barrier));
+  CHECK(isProxyOp(OpType::PutPackets));
+  CHECK_FALSE(isProxyOp(OpType::ReadPutPackets));
+  CHECK(opHas(OpType::PutWithSignalAndFlush, optrait::Signals | optrait::Flushes));
+  CHECK_FALSE(opHas(OpType::SemRelease, optrait::Signals)); // signals a channel's peer only
+}
+
+TEST_CASE("op table packet roles", "[optable]") {
+  // ppkt reads plain data over memory channels and packetised data over port channels.
+  CHECK_FALSE(entryIsPacket(OpType::PutPackets, ChannelType::Memory, true, 0));
+  CHECK(entryIsPacket(OpType::PutPackets, ChannelType::Port, true, 0));
+  CHECK(entryIsPacket(OpType::PutPackets, ChannelType::Memory, false, 3));
+  // Packet reduces: src[0] is the plain accumulator, the other sources are packets.
+  CHECK_FALSE(entryIsPacket(OpType::ReduceSendPackets, ChannelType::Memory, true, 0));
+  CHECK(entryIsPacket(OpType::ReduceSendPackets, ChannelType::Memory, true, 5));
+  uint32_t first = 7, end = 7;
+  packetReduceDsts(OpType::ReducePackets, 3, first, end);
+  CHECK(first == end); // repkt writes no packets; extra entries are ignored
+  packetReduceDsts(OpType::ReduceCopyPackets, 3, first, end);
+  CHECK((first == 1 && end == 2));
+  packetReduceDsts(OpType::ReduceSendPackets, 4, first, end);
+  CHECK((first == 1 && end == 4));
+  packetReduceDsts(OpType::ReduceCopySendPackets, 0, first, end);
+  CHECK((first == 1 && end == 1));
+  packetReduceDsts(OpType::Copy, 4, first, end);
+  CHECK((first == 0 && end == 0));
+  // The packet entries the kernel writes are exactly the dst entries the roles call packets.
+  for (OpType t : {OpType::ReducePackets, OpType::ReduceCopyPackets, OpType::ReduceSendPackets,
+                   OpType::ReduceCopySendPackets})
+    for (uint32_t nd = 1; nd <= 4; ++nd) {
+      packetReduceDsts(t, nd, first, end);
+      for (uint32_t k = 0; k < nd; ++k) {
+        INFO(nameOf(t) << " with " << nd << " dst entries, entry " << k);
+        CHECK(entryIsPacket(t, ChannelType::Memory, false, k) == (k >= first && k < end));
+      }
+    }
+}
