@@ -1,7 +1,7 @@
 # `cmake --install BUILD [--prefix P]` puts into P:
 #   bin/                   mscclc, msccl-run, plan-diff (and the other tools)
 #   include/msccl/         the public headers of the runtime and of the compiler
-#   lib/                   the libraries (static)
+#   lib/                   the libraries (static; libmsccl.so shared)
 #   lib/cmake/msccl/       the CMake package: find_package(msccl) -> msccl:: targets
 #   share/msccl/stdlib/    the standard library (an installed mscclc finds it relative to itself)
 #   share/msccl/topologies/ the performance model's topologies (msccl-run --backend sim --topology)
@@ -16,6 +16,8 @@ set(_msccl_exported
   msccl_plan:plan msccl_runtime:runtime msccl_verify:verify msccl_cpu:cpu msccl_sim:sim msccl_cuda_lower:cuda_lower
   msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
   msccl_elab:elab msccl_driver:compiler msccl_lsp:lsp
+  # libmsccl.so: the C++ and C APIs (msccl/msccl.hpp, msccl/msccl.h)
+  msccl_api:msccl
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
   msccl_llvm:llvm msccl_warnings:warnings msccl_version:version)
 if(TARGET msccl_cuda)
@@ -44,7 +46,7 @@ foreach(tool IN LISTS _msccl_tools)
   endif()
 endforeach()
 
-install(DIRECTORY runtime/include/ compiler/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY runtime/include/ compiler/include/ api/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/msccl/Version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msccl)
 install(DIRECTORY stdlib/ DESTINATION ${MSCCL_INSTALL_STDLIB})
 install(DIRECTORY share/topologies/ DESTINATION ${CMAKE_INSTALL_DATADIR}/msccl/topologies)

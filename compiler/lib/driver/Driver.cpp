@@ -579,4 +579,33 @@ std::optional<plan::Plan> compilePlan(const MscclcOptions &mo, std::istream &in,
   return std::move(output.plan);
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>>
+compilationSources(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &err) {
+  llvm::SourceMgr sm;
+  diag::DiagEngine diag(sm, err);
+  Options o;
+  if (!makeOptions(mo, diag, o))
+    return std::nullopt;
+  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
+  if (!buf)
+    return std::nullopt;
+  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
+  ast::AstContext ctx;
+  elab::Unit unit;
+  bool ok = false;
+  onBigStack(mo.maxCallDepth, [&] { ok = elab::loadUnit(ctx, diag, id, o.path, unit); });
+  if (!ok)
+    return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> files;
+  auto add = [&](unsigned buffer) {
+    const llvm::MemoryBuffer *b = sm.getMemoryBuffer(buffer);
+    files.emplace_back(b->getBufferIdentifier().str(), b->getBuffer().str());
+  };
+  add(id);
+  for (const ast::Module *m : unit.modules)
+    if (m->bufferId != id)
+      add(m->bufferId);
+  return files;
+}
+
 } // namespace msccl::driver

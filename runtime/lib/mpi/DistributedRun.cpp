@@ -415,102 +415,130 @@ std::string gTimedOut;
 
 } // namespace
 
-RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,
-                                   const DistributedOptions &dist) {
-  const uint32_t n = uint32_t(plan.gpus.size());
-  const uint32_t me = uint32_t(comm.rank());
-  if (!gTimedOut.empty())
-    throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
-  if (int(n) != comm.size())
-    throw ExecutionError(ErrorKind::InvalidPlan,
-                         "the plan has " + std::to_string(n) + " ranks but the job has " + std::to_string(comm.size()) +
-                             " processes (run it with mpirun -np " + std::to_string(n) + ")");
-  if (!o.planValidated) { // msccl-run validates once before its sweep
-    ValidateOptions vo;
-    vo.allowGlre = true;
-    validatePlan(plan, vo);
-  }
-  RunReport rep = startRun(plan, o);
-  const MessageSizes *ms = &rep.sizes;
-  const CollectiveKind kind = collectiveKind(plan.collective);
-
-  ResolvedPlan resolved = resolvePlan(plan);
-  checkLocality(comm, plan, resolved);
-  LoweredPlan lowered = lowerPlan(plan, resolved, ms->inputBytes, ms->outputBytes);
+struct DistributedSession::Impl {
+  Communicator &comm;
+  const Plan &plan;
+  RunOptions o;
+  DistributedOptions dist;
+  uint32_t n = 0, me = 0;
+  RunReport rep;
+  CollectiveKind kind = CollectiveKind::Other;
+  ResolvedPlan resolved;
+  LoweredPlan lowered;
   std::vector<SegmentLayout> layouts;
-  for (uint32_t r = 0; r < n; ++r)
-    layouts.push_back(layoutFor(resolved, lowered, r, *ms, rep.inPlace, kind));
-  std::unique_ptr<NodeSharedMemory> shm = comm.allocateShared(layouts[me].total);
-
+  std::unique_ptr<NodeSharedMemory> shm;
   Machine m;
-  m.plan = &plan;
-  m.resolved = &resolved;
-  m.lowered = &lowered;
-  m.dataType = o.dataType;
-  m.reduceOp = rep.reduceOp;
-  m.packetType = o.packetType;
-  m.ranks.resize(n);
-  std::vector<uint64_t> waitStorage(resolved.gpus[me].memoryChannels.size() + resolved.gpus[me].portChannels.size());
-  for (uint32_t r = 0; r < n; ++r) {
-    RankState &rs = m.ranks[r];
-    const SegmentLayout &l = layouts[r];
-    const LoweredGpu &lg = lowered.gpus[r];
-    rs.inputBytes = ms->inputBytes;
-    rs.outputBytes = ms->outputBytes;
-    rs.scratchBytes = lg.scratchBytes;
-    rs.scratchHalf = plan.useDoubleScratchBuffer ? lg.scratchBytes / 2 : lg.scratchBytes;
-    uint8_t *seg = shm->peer(int(r));
-    rs.mapped = seg != nullptr;
-    if (!rs.mapped)
-      continue;
-    rs.input = seg + l.input;
-    rs.output = seg + l.output;
-    rs.scratch = seg + l.scratch;
-    rs.memSignals = {reinterpret_cast<uint64_t *>(seg + l.memSignals), resolved.gpus[r].memoryChannels.size()};
-    rs.portSignals = {reinterpret_cast<uint64_t *>(seg + l.portSignals), resolved.gpus[r].portChannels.size()};
-  }
-  RankState &mine = m.ranks[me];
-  mine.memWaits = {waitStorage.data(), mine.memSignals.size()};
-  mine.portWaits = {waitStorage.data() + mine.memSignals.size(), mine.portSignals.size()};
-  for (const Semaphore &s : plan.gpus[me].semaphores) {
-    mine.semaphoreStorage.push_back(s.initValue);
-    mine.semaphoreInit.push_back(s.initValue);
-  }
-  mine.semaphores = {mine.semaphoreStorage.data(), mine.semaphoreStorage.size()};
-  mine.barriers.resize(16);
+  std::vector<uint64_t> waitStorage;
+  std::unique_ptr<Proxy> proxy;
+  std::unique_ptr<TbPool> pool;
+  uint8_t *segment = nullptr;
+  uint64_t *abortWord = nullptr;
+  std::vector<std::string> diags;
+  std::string stoppedIn;
+  double deadline = 0;
+  bool hasPortChannels = false;
 
-  Proxy proxy(*shm, layouts, lowered.gpus[me].threadblocks.size());
-  m.port = &proxy;
-  m.wakeWaiters = true;
-  TbPool pool(m, me);
-  proxy.onPush = [&pool] { pool.notifyActivity(); };
-  uint8_t *segment = shm->local();
-  auto *abortWord = reinterpret_cast<uint64_t *>(segment + layouts[me].abortWord);
+  Impl(Communicator &c, const Plan &p, const RunOptions &opts, const DistributedOptions &d)
+      : comm(c), plan(p), o(opts), dist(d) {
+    n = uint32_t(plan.gpus.size());
+    me = uint32_t(comm.rank());
+    if (!gTimedOut.empty())
+      throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
+    if (int(n) != comm.size())
+      throw ExecutionError(ErrorKind::InvalidPlan,
+                           "the plan has " + std::to_string(n) + " ranks but the job has " +
+                               std::to_string(comm.size()) + " processes (run it with mpirun -np " +
+                               std::to_string(n) + ")");
+    if (!o.planValidated) { // msccl-run validates once before its sweep
+      ValidateOptions vo;
+      vo.allowGlre = true;
+      validatePlan(plan, vo);
+    }
+    rep = startRun(plan, o);
+    const MessageSizes *ms = &rep.sizes;
+    kind = collectiveKind(plan.collective);
+
+    resolved = resolvePlan(plan);
+    checkLocality(comm, plan, resolved);
+    lowered = lowerPlan(plan, resolved, ms->inputBytes, ms->outputBytes);
+    for (uint32_t r = 0; r < n; ++r)
+      layouts.push_back(layoutFor(resolved, lowered, r, *ms, rep.inPlace, kind));
+    shm = comm.allocateShared(layouts[me].total);
+
+    m.plan = &plan;
+    m.resolved = &resolved;
+    m.lowered = &lowered;
+    m.dataType = o.dataType;
+    m.reduceOp = rep.reduceOp;
+    m.packetType = o.packetType;
+    m.ranks.resize(n);
+    waitStorage.resize(resolved.gpus[me].memoryChannels.size() + resolved.gpus[me].portChannels.size());
+    for (uint32_t r = 0; r < n; ++r) {
+      RankState &rs = m.ranks[r];
+      const SegmentLayout &l = layouts[r];
+      const LoweredGpu &lg = lowered.gpus[r];
+      rs.inputBytes = ms->inputBytes;
+      rs.outputBytes = ms->outputBytes;
+      rs.scratchBytes = lg.scratchBytes;
+      rs.scratchHalf = plan.useDoubleScratchBuffer ? lg.scratchBytes / 2 : lg.scratchBytes;
+      uint8_t *seg = shm->peer(int(r));
+      rs.mapped = seg != nullptr;
+      if (!rs.mapped)
+        continue;
+      rs.input = seg + l.input;
+      rs.output = seg + l.output;
+      rs.scratch = seg + l.scratch;
+      rs.memSignals = {reinterpret_cast<uint64_t *>(seg + l.memSignals), resolved.gpus[r].memoryChannels.size()};
+      rs.portSignals = {reinterpret_cast<uint64_t *>(seg + l.portSignals), resolved.gpus[r].portChannels.size()};
+    }
+    RankState &mine = m.ranks[me];
+    mine.memWaits = {waitStorage.data(), mine.memSignals.size()};
+    mine.portWaits = {waitStorage.data() + mine.memSignals.size(), mine.portSignals.size()};
+    for (const Semaphore &s : plan.gpus[me].semaphores) {
+      mine.semaphoreStorage.push_back(s.initValue);
+      mine.semaphoreInit.push_back(s.initValue);
+    }
+    mine.semaphores = {mine.semaphoreStorage.data(), mine.semaphoreStorage.size()};
+    mine.barriers.resize(16);
+
+    proxy = std::make_unique<Proxy>(*shm, layouts, lowered.gpus[me].threadblocks.size());
+    m.port = proxy.get();
+    m.wakeWaiters = true;
+    pool = std::make_unique<TbPool>(m, me);
+    proxy->onPush = [p = pool.get()] { p->notifyActivity(); };
+    segment = shm->local();
+    abortWord = reinterpret_cast<uint64_t *>(segment + layouts[me].abortWord);
+    // With port channels the proxy ticks often: incoming one-sided traffic needs MPI progress here.
+    for (uint32_t r = 0; r < n; ++r)
+      hasPortChannels |= !resolved.gpus[r].portChannels.empty();
+  }
+
+  ~Impl() {
+    pool.reset();
+    try {
+      comm.barrier(); // nobody frees the segments while a peer still reads them
+    } catch (...) {
+    }
+  }
 
   // One "execute": zeroed scratch, counters and semaphores, flags from 1 (as CpuExecutor).
-  auto resetData = [&]() {
+  void resetData(const std::function<void(uint8_t *)> &fill) {
+    RankState &mine = m.ranks[me];
     std::memset(segment, 0, layouts[me].total); // abort word, signals, data, scratch
-    std::vector<uint8_t> host(ms->inputBytes);
-    fillInput(host.data(), ms->inputBytes, me, n, o.dataType);
-    std::memcpy(mine.input, host.data(), ms->inputBytes);
+    fill(mine.input);
     std::fill(waitStorage.begin(), waitStorage.end(), 0);
     for (size_t k = 0; k < mine.semaphoreStorage.size(); ++k)
       mine.semaphoreStorage[k] = mine.semaphoreInit[k];
     for (cpu::Barrier &b : mine.barriers)
       b = cpu::Barrier{};
-    proxy.reset();
-  };
+    proxy->reset();
+  }
 
   // One launch on this rank: no collective (ranks drift apart as GPUs do; cumulative signal
   // counters and LL flags carry over). Returns Ok, or why it stopped with `diags` filled.
-  std::vector<std::string> diags;
-  std::string stoppedIn;
-  double deadline = 0;
-  // With port channels the proxy ticks often: incoming one-sided traffic needs MPI progress here.
-  bool hasPortChannels = false;
-  for (uint32_t r = 0; r < n; ++r)
-    hasPortChannels |= !resolved.gpus[r].portChannels.empty();
-  auto launch = [&](uint64_t launchIndex) -> Outcome {
+  Outcome launch(uint64_t launchIndex) {
+    TbPool &pool = *this->pool;
+    Proxy &proxy = *this->proxy;
     m.flag = uint32_t(launchIndex + 1);
     for (RankState &rs : m.ranks)
       rs.scratchOffset = (plan.useDoubleScratchBuffer && m.flag % 2 == 0) ? rs.scratchHalf : 0;
@@ -575,11 +603,11 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     }
     shm->flushAll();
     return outcome;
-  };
+  }
 
   // End of an execute (every rank calls it exactly once, whatever happened): barrier, balance
   // check of this rank's counters, agreement on the outcome; throws the same kind everywhere.
-  auto settle = [&](Outcome outcome) {
+  void settle(Outcome outcome) {
     const double grace = std::max(2.0, 0.5 * dist.timeoutSeconds);
     auto giveUp = [&](const std::string &what) {
       std::string msg = "msccl-run: rank " + std::to_string(me) + ": " + what + "; aborting the job\n";
@@ -603,9 +631,9 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
       return;
     if (worst == Timeout)
       gTimedOut = "size " + std::to_string(o.size) + " timed out in " + stoppedIn;
-    if (outcome == Failed && pool.error)
-      throw ExecutionError(pool.error->kind(), "rank " + std::to_string(me) + ": " + pool.error->summary(),
-                           pool.error->diagnostics());
+    if (outcome == Failed && pool->error)
+      throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
+                           pool->error->diagnostics());
     if (!balance.empty())
       throw ExecutionError(ErrorKind::Misuse,
                            "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + stoppedIn +
@@ -615,7 +643,7 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
       throw ExecutionError(ErrorKind::Deadlock,
                            "rank " + std::to_string(me) + ": " + stoppedIn + " did not finish within " +
                                seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
-                               " unfinished threadblock(s) (" + proxy.describe() + "):",
+                               " unfinished threadblock(s) (" + proxy->describe() + "):",
                            diags);
     if (outcome == PeerStopped)
       throw ExecutionError(ErrorKind::Misuse,
@@ -625,10 +653,12 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     throw ExecutionError(worst == Timeout ? ErrorKind::Deadlock : ErrorKind::Misuse,
                          "rank " + std::to_string(me) + ": finished " + stoppedIn + ", but another rank " +
                              (worst == Timeout ? "timed out" : "failed") + " (see its report)");
-  };
+  }
 
-  auto execute = [&](unsigned warmup, unsigned iterations) {
-    resetData();
+  double execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
+    if (!gTimedOut.empty())
+      throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
+    resetData(fill);
     diags.clear();
     comm.barrier();
     uint64_t launchIndex = 0;
@@ -641,7 +671,29 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     settle(outcome);
     return comm.allReduceMax(secs);
-  };
+  }
+};
+
+DistributedSession::DistributedSession(Communicator &comm, const Plan &plan, const RunOptions &options,
+                                       const DistributedOptions &dist)
+    : impl_(std::make_unique<Impl>(comm, plan, options, dist)) {}
+DistributedSession::~DistributedSession() = default;
+const RunReport &DistributedSession::start() const { return impl_->rep; }
+double DistributedSession::execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup,
+                                   unsigned iterations) {
+  return impl_->execute(fill, warmup, iterations);
+}
+const uint8_t *DistributedSession::output() const { return impl_->m.ranks[impl_->me].output; }
+
+RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,
+                                   const DistributedOptions &dist) {
+  DistributedSession session(comm, plan, o, dist);
+  RunReport rep = session.start();
+  const MessageSizes *ms = &rep.sizes;
+  const uint32_t n = uint32_t(plan.gpus.size());
+  const uint32_t me = uint32_t(comm.rank());
+  const CollectiveKind kind = collectiveKind(plan.collective);
+  auto fill = [&](uint8_t *input) { fillInput(input, ms->inputBytes, me, n, o.dataType); };
   auto setTiming = [&](double seconds, unsigned launches) {
     rep.secondsPerLaunch = seconds / launches;
     if (rep.secondsPerLaunch > 0) {
@@ -650,14 +702,14 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     }
   };
   if (o.iterations > 0)
-    setTiming(execute(o.warmup, o.iterations), o.iterations);
+    setTiming(session.execute(fill, o.warmup, o.iterations), o.iterations);
   if (o.check) {
     unsigned launches = std::max(1u, o.checkLaunches);
-    double seconds = execute(0, launches);
+    double seconds = session.execute(fill, 0, launches);
     if (o.iterations == 0)
       setTiming(seconds, launches);
-    VerifyResult mineV =
-        verifyRankOutput(kind, me, n, mine.output, ms->inputBytes, ms->outputBytes, o.dataType, rep.reduceOp);
+    VerifyResult mineV = verifyRankOutput(kind, me, n, session.output(), ms->inputBytes, ms->outputBytes,
+                                          o.dataType, rep.reduceOp);
     struct Packed {
       uint64_t wrong, elements, firstIndex, checked;
       double expected, got;
@@ -679,7 +731,6 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     }
     rep.verify = v;
   }
-  comm.barrier(); // nobody frees the segments while a peer still reads them
   return rep;
 }
 

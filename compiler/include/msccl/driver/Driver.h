@@ -71,6 +71,13 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
 /// errors on `err` (diagnostics rendered as mscclc renders them).
 std::optional<plan::Plan> compilePlan(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &err);
 
+/// The files a compilation of `options.input` reads, with their text, in load order: the main
+/// file first (named as loaded; `<stdin>` for `-`), then each import once. What a cache key
+/// must cover besides the options (libmsccl's compile cache). Returns nullopt after reporting on
+/// `err` when the input or an import cannot be loaded or parsed (a compile would fail too).
+std::optional<std::vector<std::pair<std::string, std::string>>>
+compilationSources(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &err);
+
 /// The names `stdlib:NAME` accepts (NAME relative to `stdlibDir` without `.msccl`, e.g.
 /// "allreduce/ring"), sorted; only files that define a program.
 std::vector<std::string> stdlibProgramNames(const std::string &stdlibDir);

@@ -32,10 +32,44 @@
 #include "msccl/runtime/Communicator.h"
 #include "msccl/runtime/Verify.h"
 
+#include <functional>
+#include <memory>
+
 namespace msccl::runtime {
 
 struct DistributedOptions {
   double timeoutSeconds = 60; ///< Per launch; then the per-rank report (ErrorKind::Deadlock).
+};
+
+/// A plan set up for repeated executes at one size with one rank per process: validation,
+/// resolution, lowering, the shared segments and the threadblock threads are made once by the
+/// constructor (collective; throws what runCollectiveDistributed throws before running), each
+/// execute starts from fresh state (zeroed scratch, signals and semaphores, flags from 1) with
+/// this rank's input written by `fill`. runCollectiveDistributed and libmsccl's Executor
+/// (api/, one process per rank) both run plans through it. The destructor is collective too
+/// (a barrier, then the segments are freed): every rank destroys its session in the same order.
+class DistributedSession {
+public:
+  /// Uses options.size, dataType, reduceOp, inPlace, packetType and planValidated.
+  DistributedSession(Communicator &comm, const plan::Plan &plan, const RunOptions &options,
+                     const DistributedOptions &dist = {});
+  ~DistributedSession();
+  DistributedSession(const DistributedSession &) = delete;
+  DistributedSession &operator=(const DistributedSession &) = delete;
+
+  /// The message sizes, reduce op and in-place-ness of the run (startRun's report).
+  const RunReport &start() const;
+  /// Collective: `fill` writes this rank's S_in input bytes, then `warmup` + `iterations`
+  /// launches run. Returns the seconds of the timed launches, the maximum over ranks. Throws
+  /// ExecutionError (Deadlock, Misuse, ...) the same on every rank.
+  double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations);
+  /// This rank's output (S_out bytes), valid until the next execute.
+  const uint8_t *output() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
 };
 
 /// Run and verify `plan` at size `options.size` with one rank per process. Collective: every

@@ -1,0 +1,457 @@
+//===- Execute.cpp - Communicator and Executor::execute on one rank's buffers ------------===//
+//
+// Consumes one rank's send/recv buffers, sizes, element type, reduction and a plan; runs the
+// plan through the runtime's executors, never a second implementation of an op:
+//   * local communicator (every rank a thread of this process): each rank's call deposits its
+//     buffers in a rendezvous; the last rank to arrive runs the backend's all-ranks executor
+//     (runtime::createExecutor("cpu" | "cuda"), Executor.h) once for all of them and releases
+//     the others with the outcome (the same error on every rank);
+//   * one process per rank (MPI): runtime::DistributedSession (DistributedRun.h), cached per
+//     (plan, size, in-place, type, op) so a repeated call pays for its launch only; the rank's
+//     input is copied into its shared segment and the output back.
+// Both check that the sizes are the plan's S_in/S_out for one nccl-tests size S (Collective.h).
+//
+//===------------------------------------------------------------------------------------===//
+#include "Internal.h"
+
+#include "msccl/plan/PlanJson.h"
+#include "msccl/runtime/Collective.h"
+#include "msccl/runtime/Executor.h"
+#ifdef MSCCL_HAVE_MPI
+#include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/DistributedRun.h"
+#endif
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+#include <cuda_runtime_api.h>
+#endif
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <tuple>
+
+namespace msccl {
+namespace runtime {
+// Communicator is only forward-declared in msccl.hpp; without MPI it has no definition, and
+// unique_ptr<Communicator> still needs a deleter.
+#ifndef MSCCL_HAVE_MPI
+class Communicator {};
+#endif
+} // namespace runtime
+
+namespace detail {
+
+ErrorCode currentError(std::string &message) {
+  try {
+    throw;
+  } catch (const Error &e) {
+    message = e.what();
+    return e.code();
+  } catch (const runtime::ExecutionError &e) {
+    message = e.what();
+    switch (e.kind()) {
+    case runtime::ErrorKind::InvalidPlan: return ErrorCode::InvalidPlan;
+    case runtime::ErrorKind::InvalidSize: return ErrorCode::InvalidSize;
+    case runtime::ErrorKind::Deadlock: return ErrorCode::Deadlock;
+    case runtime::ErrorKind::Misuse: return ErrorCode::Misuse;
+    case runtime::ErrorKind::Unsupported: return ErrorCode::Unsupported;
+    case runtime::ErrorKind::Backend: return ErrorCode::Backend;
+    }
+    return ErrorCode::Internal;
+  } catch (const plan::PlanError &e) {
+    message = e.what();
+    return ErrorCode::InvalidPlan;
+  } catch (const std::bad_alloc &) {
+    message = "out of memory";
+    return ErrorCode::Backend;
+  } catch (const std::exception &e) {
+    message = e.what();
+    return ErrorCode::Internal;
+  } catch (...) {
+    message = "unknown exception";
+    return ErrorCode::Internal;
+  }
+}
+
+void rethrowAsError(const std::string &context) {
+  std::string message;
+  ErrorCode code = currentError(message);
+  throw Error(code, context.empty() ? message : context + ": " + message);
+}
+
+} // namespace detail
+
+const char *errorCodeName(ErrorCode code) {
+  switch (code) {
+  case ErrorCode::Ok: return "ok";
+  case ErrorCode::InvalidArgument: return "invalid argument";
+  case ErrorCode::CompileError: return "compile error";
+  case ErrorCode::NoPlan: return "no plan";
+  case ErrorCode::InvalidPlan: return "invalid plan";
+  case ErrorCode::InvalidSize: return "invalid size";
+  case ErrorCode::Deadlock: return "deadlock";
+  case ErrorCode::Misuse: return "misuse";
+  case ErrorCode::Unsupported: return "unsupported";
+  case ErrorCode::Backend: return "backend error";
+  case ErrorCode::System: return "system error";
+  case ErrorCode::Internal: return "internal error";
+  }
+  return "unknown error";
+}
+
+const char *backendName(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+
+// --- Communicator ----------------------------------------------------------------------------
+
+struct Communicator::Impl {
+  uint32_t worldSize = 0;
+  uint32_t ranksPerNode = 0;
+  Backend backend = Backend::Cpu;
+  std::unique_ptr<runtime::Communicator> rt; ///< null for a local communicator
+};
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+std::shared_ptr<Communicator> Communicator::local(uint32_t worldSize, uint32_t ranksPerNode, Backend backend) {
+  if (worldSize == 0)
+    throw Error(ErrorCode::InvalidArgument, "Communicator::local: the world size must be positive");
+  if (ranksPerNode == 0)
+    ranksPerNode = worldSize;
+  if (worldSize % ranksPerNode != 0)
+    throw Error(ErrorCode::InvalidArgument, "Communicator::local: " + std::to_string(ranksPerNode) +
+                                                " ranks per node does not divide the world size " +
+                                                std::to_string(worldSize));
+#ifndef MSCCL_HAVE_CUDA_EXECUTOR
+  if (backend == Backend::Cuda)
+    throw Error(ErrorCode::Unsupported, "this libmsccl was built without the CUDA executor");
+#endif
+  auto impl = std::make_unique<Impl>();
+  impl->worldSize = worldSize;
+  impl->ranksPerNode = ranksPerNode;
+  impl->backend = backend;
+  return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Communicator> comm, Backend backend) {
+#ifdef MSCCL_HAVE_MPI
+  if (!comm)
+    throw Error(ErrorCode::InvalidArgument, "Communicator::adopt: null communicator");
+  if (backend != Backend::Cpu)
+    throw Error(ErrorCode::Unsupported,
+                "one process per rank runs the CPU backend here; the CUDA backend runs with Communicator::local");
+  auto impl = std::make_unique<Impl>();
+  impl->worldSize = uint32_t(comm->size());
+  impl->ranksPerNode = uint32_t(comm->nodeRanks().size());
+  impl->backend = backend;
+  impl->rt = std::move(comm);
+  return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+#else
+  (void)comm;
+  (void)backend;
+  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
+#endif
+}
+
+std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
+#ifdef MSCCL_HAVE_MPI
+  try {
+    return adopt(runtime::Communicator::initWorld(argc, argv), Backend::Cpu);
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Communicator::mpi");
+  }
+#else
+  (void)argc;
+  (void)argv;
+  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
+#endif
+}
+
+UniqueId Communicator::getUniqueId() {
+  throw Error(ErrorCode::Unsupported, "the unique-id bootstrap is not part of this build");
+}
+
+std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &, uint32_t, uint32_t, Backend) {
+  throw Error(ErrorCode::Unsupported, "the unique-id bootstrap is not part of this build");
+}
+
+uint32_t Communicator::worldSize() const { return impl_->worldSize; }
+uint32_t Communicator::ranksPerNode() const { return impl_->ranksPerNode; }
+bool Communicator::isLocal() const { return !impl_->rt; }
+int Communicator::rank() const {
+#ifdef MSCCL_HAVE_MPI
+  if (impl_->rt)
+    return impl_->rt->rank();
+#endif
+  return -1;
+}
+Backend Communicator::backend() const { return impl_->backend; }
+runtime::Communicator *Communicator::runtimeCommunicator() const { return impl_->rt.get(); }
+
+SelectRequest Communicator::request(const std::string &collective, uint64_t messageBytes, bool inPlace) const {
+  SelectRequest r;
+  r.collective = collective;
+  r.worldSize = impl_->worldSize;
+  r.ranksPerNode = impl_->ranksPerNode;
+  r.messageBytes = messageBytes;
+  r.inPlace = inPlace;
+  return r;
+}
+
+// --- Executor --------------------------------------------------------------------------------
+
+namespace {
+
+struct CallArgs {
+  const void *send = nullptr;
+  void *recv = nullptr;
+  size_t sendBytes = 0, recvBytes = 0;
+  plan::DataType dtype = plan::DataType::Float32;
+  plan::ReduceOp redop = plan::ReduceOp::Sum;
+  const plan::Plan *plan = nullptr;
+};
+
+/// S_in/S_out of the plan for the call's sizes, or Error(InvalidArgument / InvalidSize).
+runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t recvBytes) {
+  uint64_t S = std::max<uint64_t>(sendBytes, recvBytes);
+  std::string why;
+  std::optional<runtime::MessageSizes> ms = runtime::messageSizesFor(p, S, &why);
+  if (!ms)
+    throw Error(ErrorCode::InvalidSize, "the plan cannot run message size " + std::to_string(S) + " bytes: " + why);
+  if (ms->inputBytes != sendBytes || ms->outputBytes != recvBytes)
+    throw Error(ErrorCode::InvalidArgument,
+                "for message size " + std::to_string(S) + " the " + p.collective + " plan sends " +
+                    std::to_string(ms->inputBytes) + " and receives " + std::to_string(ms->outputBytes) +
+                    " bytes per rank, but the call passes send_bytes " + std::to_string(sendBytes) +
+                    " and recv_bytes " + std::to_string(recvBytes));
+  return *ms;
+}
+
+/// In place by the nccl-tests conventions of the plan's collective (Executor.h RankBuffers).
+bool isInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
+  auto *s = static_cast<const uint8_t *>(a.send);
+  auto *r = static_cast<const uint8_t *>(a.recv);
+  switch (runtime::collectiveKind(p.collective)) {
+  case runtime::CollectiveKind::AllGather: return s == r + uint64_t(rank) * a.sendBytes;
+  case runtime::CollectiveKind::ReduceScatter: return r == s + uint64_t(rank) * a.recvBytes;
+  default: return s == r;
+  }
+}
+
+} // namespace
+
+struct Executor::Impl {
+  double timeout = 60;
+
+  // Local communicator: the rendezvous.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::optional<CallArgs>> slots;
+  uint32_t arrived = 0;
+  uint64_t generation = 0;
+  ErrorCode roundCode = ErrorCode::Ok;
+  std::string roundMessage;
+  std::unique_ptr<runtime::Executor> backend;
+
+#ifdef MSCCL_HAVE_MPI
+  struct Session {
+    PlanPtr plan; // keeps the plan the session refers to alive
+    std::tuple<const plan::Plan *, uint64_t, uint64_t, bool, plan::DataType, plan::ReduceOp> key;
+    std::unique_ptr<runtime::DistributedSession> session;
+  };
+  std::list<Session> sessions; ///< Most recently used first; at most kMaxSessions.
+  static constexpr size_t kMaxSessions = 8;
+#endif
+
+  /// The last rank to arrive runs every rank's call.
+  void runRound(Communicator &comm) {
+    const CallArgs &a0 = *slots[0];
+    for (uint32_t r = 1; r < slots.size(); ++r) {
+      const CallArgs &a = *slots[r];
+      if (a.plan != a0.plan && !(*a.plan == *a0.plan))
+        throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes another plan than rank 0");
+      if (a.sendBytes != a0.sendBytes || a.recvBytes != a0.recvBytes)
+        throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes send/recv sizes " +
+                                                    std::to_string(a.sendBytes) + "/" + std::to_string(a.recvBytes) +
+                                                    " but rank 0 " + std::to_string(a0.sendBytes) + "/" +
+                                                    std::to_string(a0.recvBytes));
+      if (a.dtype != a0.dtype || a.redop != a0.redop)
+        throw Error(ErrorCode::InvalidArgument,
+                    "rank " + std::to_string(r) + " passes another data type or reduction than rank 0");
+    }
+    const plan::Plan &p = *a0.plan;
+    if (p.gpus.size() != comm.worldSize())
+      throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
+                                              " ranks but the communicator " + std::to_string(comm.worldSize()));
+    checkSizes(p, a0.sendBytes, a0.recvBytes);
+    if (!backend)
+      backend = runtime::createExecutor(backendName(comm.backend()));
+    runtime::ExecuteRequest req;
+    req.plan = &p;
+    req.inputBytes = a0.sendBytes;
+    req.outputBytes = a0.recvBytes;
+    req.dataType = a0.dtype;
+    req.reduceOp = a0.redop;
+    for (auto &s : slots)
+      req.buffers.push_back({const_cast<void *>(s->send), s->recv});
+    backend->execute(req);
+  }
+
+  void executeLocal(Communicator &comm, int rank, const CallArgs &args) {
+    std::unique_lock<std::mutex> lk(mu);
+    if (slots.empty())
+      slots.resize(comm.worldSize());
+    if (slots[rank])
+      throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(rank) +
+                                                  " calls execute again before the other ranks joined its call "
+                                                  "(two threads with one rank?)");
+    slots[rank] = args;
+    const uint64_t mine = generation;
+    if (++arrived == slots.size()) {
+      ErrorCode code = ErrorCode::Ok;
+      std::string message;
+      lk.unlock();
+      try {
+        runRound(comm);
+      } catch (...) {
+        code = detail::currentError(message);
+      }
+      lk.lock();
+      roundCode = code;
+      roundMessage = message;
+      for (auto &s : slots)
+        s.reset();
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+      if (!cv.wait_until(lk, deadline, [&] { return generation != mine; })) {
+        std::string missing;
+        for (uint32_t r = 0; r < slots.size(); ++r)
+          if (!slots[r])
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        slots[rank].reset();
+        --arrived;
+        throw Error(ErrorCode::Misuse, "rank " + std::to_string(rank) + " waited " + std::to_string(timeout) +
+                                           " s for the other ranks to call execute; missing: rank(s) " + missing);
+      }
+    }
+    if (roundCode != ErrorCode::Ok)
+      throw Error(roundCode, roundMessage);
+  }
+
+#ifdef MSCCL_HAVE_MPI
+  void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
+    runtime::Communicator &rt = *comm.runtimeCommunicator();
+    if (rank != rt.rank())
+      throw Error(ErrorCode::InvalidArgument, "execute: rank " + std::to_string(rank) + " called in the process of rank " +
+                                                  std::to_string(rt.rank()));
+    const plan::Plan &p = *a.plan;
+    if (p.gpus.size() != comm.worldSize())
+      throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
+                                              " ranks but the communicator " + std::to_string(comm.worldSize()));
+    runtime::MessageSizes ms = checkSizes(p, a.sendBytes, a.recvBytes);
+    const bool inPlace = isInPlace(p, uint32_t(rank), a);
+    const uint64_t S = std::max<uint64_t>(a.sendBytes, a.recvBytes);
+    auto key = std::make_tuple(a.plan, ms.inputBytes, ms.outputBytes, inPlace, a.dtype, a.redop);
+    auto it = sessions.begin();
+    for (; it != sessions.end(); ++it)
+      if (it->key == key)
+        break;
+    if (it == sessions.end()) {
+      // Every rank must open the same session: compare what keys it (a clear error, not a hang).
+      uint64_t mineDesc[5] = {p.gpus.size(), S, inPlace ? 1u : 0u, uint64_t(a.dtype), uint64_t(a.redop)};
+      auto all = rt.allGather(mineDesc, sizeof mineDesc);
+      for (size_t r = 0; r < all.size(); ++r)
+        if (std::memcmp(all[r].data(), mineDesc, sizeof mineDesc) != 0)
+          throw Error(ErrorCode::InvalidArgument,
+                      "rank " + std::to_string(r) + " calls execute with another plan size, message size, in-place-ness, "
+                      "data type or reduction than rank " + std::to_string(rt.rank()));
+      if (sessions.size() >= kMaxSessions)
+        sessions.pop_back(); // the same on every rank: they make the same calls
+      runtime::RunOptions o;
+      o.size = S;
+      o.dataType = a.dtype;
+      o.reduceOp = a.redop;
+      o.inPlace = inPlace;
+      o.check = false;
+      runtime::DistributedOptions dist;
+      dist.timeoutSeconds = timeout;
+      Session s;
+      s.plan = planPtr;
+      s.key = key;
+      s.session = std::make_unique<runtime::DistributedSession>(rt, p, o, dist);
+      sessions.push_front(std::move(s));
+      it = sessions.begin();
+    } else if (it != sessions.begin()) {
+      sessions.splice(sessions.begin(), sessions, it);
+      it = sessions.begin();
+    }
+    runtime::DistributedSession &session = *it->session;
+    session.execute([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); }, 0, 1);
+    std::memcpy(a.recv, session.output(), a.recvBytes);
+  }
+#endif
+};
+
+Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)), impl_(std::make_unique<Impl>()) {
+  if (!comm_)
+    throw Error(ErrorCode::InvalidArgument, "Executor: null communicator");
+  runtime::registerCpuExecutor();
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+  runtime::registerCudaExecutor();
+#endif
+}
+
+Executor::~Executor() = default;
+
+void Executor::setTimeout(double seconds) {
+  if (!(seconds > 0))
+    throw Error(ErrorCode::InvalidArgument, "Executor::setTimeout: the timeout must be positive");
+  impl_->timeout = seconds;
+}
+
+void Executor::execute(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes,
+                       plan::DataType dtype, plan::ReduceOp redop, const PlanPtr &plan, void *stream) {
+  Communicator &comm = *comm_;
+  if (!plan)
+    throw Error(ErrorCode::InvalidArgument, "execute: null plan");
+  if (rank < 0 || uint32_t(rank) >= comm.worldSize())
+    throw Error(ErrorCode::InvalidArgument, "execute: rank " + std::to_string(rank) + " is outside 0.." +
+                                                std::to_string(comm.worldSize() - 1));
+  if ((sendBytes && !send) || (recvBytes && !recv))
+    throw Error(ErrorCode::InvalidArgument, "execute: null send or recv buffer");
+  CallArgs args{send, recv, sendBytes, recvBytes, dtype, redop, plan.get()};
+  try {
+    if (comm.isLocal()) {
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+      if (comm.backend() == Backend::Cuda) {
+        cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+        if (e != cudaSuccess)
+          throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
+      }
+#endif
+      (void)stream;
+      impl_->executeLocal(comm, rank, args);
+      return;
+    }
+#ifdef MSCCL_HAVE_MPI
+    impl_->executeProcess(comm, rank, args, plan);
+#else
+    throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI");
+#endif
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("execute");
+  }
+}
+
+} // namespace msccl

@@ -1,0 +1,219 @@
+// compile(): in-process mscclc behind the on-disk cache. A second compile is a hit; a change of
+// the source, of an imported file (relative or stdlib), of a -D value or option override, or of
+// the compiler version is a miss; a corrupt entry is recompiled and replaced, never trusted.
+#include "TestSupport.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <set>
+
+using namespace msccl;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kStdlib = MSCCL_STDLIB_SOURCE_DIR;
+
+CompileParams paramsIn(const test::TempDir &cache) {
+  CompileParams p;
+  p.cacheDir = cache.str();
+  p.defines = {{"ranks", "2"}};
+  return p;
+}
+
+size_t entries(const test::TempDir &cache) {
+  size_t n = 0;
+  for (auto &e : fs::directory_iterator(cache.path)) {
+    CHECK(e.path().extension() == ".plan"); // no temporary file left behind
+    ++n;
+  }
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("a second compile is a cache hit with the same plan", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  CompileInfo first, second;
+  PlanPtr a = compile("stdlib:sendrecv/pairs", p, &first);
+  CHECK_FALSE(first.cacheHit);
+  CHECK(first.key.size() == 64);
+  CHECK(fs::exists(first.cacheFile));
+  REQUIRE(first.sources.size() >= 3); // the program and its imports
+  CHECK_THAT(first.sources[0], Catch::EndsWith("sendrecv/pairs.msccl"));
+  PlanPtr b = compile("stdlib:sendrecv/pairs", p, &second);
+  CHECK(second.cacheHit);
+  CHECK(second.key == first.key);
+  CHECK(*a == *b);
+  CHECK(entries(cache) == 1);
+  // Without the cache nothing is read or written.
+  test::TempDir other;
+  CompileParams off = paramsIn(other);
+  off.useCache = false;
+  CompileInfo none;
+  compile("stdlib:sendrecv/pairs", off, &none);
+  CHECK_FALSE(none.cacheHit);
+  CHECK(none.key.empty());
+  CHECK(fs::is_empty(other.path));
+}
+
+TEST_CASE("source text: a change of the text is a miss", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  std::string text = test::readFile(kStdlib + "/sendrecv/pairs.msccl");
+  CompileInfo i1, i2, i3;
+  compileSource(text, p, "pairs", &i1);
+  compileSource(text, p, "pairs", &i2);
+  CHECK_FALSE(i1.cacheHit);
+  CHECK(i2.cacheHit);
+  compileSource(text + "\n// an edit\n", p, "pairs", &i3);
+  CHECK_FALSE(i3.cacheHit);
+  CHECK(i3.key != i1.key);
+  CHECK(entries(cache) == 2);
+}
+
+TEST_CASE("an import's change is a miss (relative import and stdlib module)", "[cache]") {
+  test::TempDir cache, src, stdlib;
+  CompileParams p = paramsIn(cache);
+  // A program importing a file beside it.
+  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
+  test::writeFile(src.file("main.msccl"),
+                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  CompileInfo i1, i2, i3, i4;
+  compile(src.file("main.msccl"), p, &i1);
+  CHECK(std::find(i1.sources.begin(), i1.sources.end(), src.file("lib.msccl")) != i1.sources.end());
+  compile(src.file("main.msccl"), p, &i2);
+  CHECK(i2.cacheHit);
+  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 2 }\n");
+  compile(src.file("main.msccl"), p, &i3);
+  CHECK_FALSE(i3.cacheHit);
+  CHECK(i3.key != i1.key);
+  compile(src.file("main.msccl"), p, &i4);
+  CHECK(i4.cacheHit);
+
+  // A stdlib module imported by a stdlib program (a private copy of the stdlib).
+  fs::copy(kStdlib, stdlib.path, fs::copy_options::recursive);
+  p.stdlibDir = stdlib.str();
+  CompileInfo s1, s2, s3;
+  compile("stdlib:sendrecv/pairs", p, &s1);
+  compile("stdlib:sendrecv/pairs", p, &s2);
+  CHECK(s2.cacheHit);
+  std::string checks = stdlib.file("common/checks.msccl");
+  test::writeFile(checks, test::readFile(checks) + "\n// edited\n");
+  compile("stdlib:sendrecv/pairs", p, &s3);
+  CHECK_FALSE(s3.cacheHit);
+}
+
+TEST_CASE("parameters and the compiler version key the cache", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  CompileInfo base, define, option, version, again;
+  compile("stdlib:sendrecv/pairs", p, &base);
+  CompileParams d = p;
+  d.defines = {{"ranks", "4"}};
+  PlanPtr four = compile("stdlib:sendrecv/pairs", d, &define);
+  CHECK_FALSE(define.cacheHit);
+  CHECK(four->gpus.size() == 4);
+  CompileParams o = p;
+  o.options = {{"instances", "2"}};
+  compile("stdlib:sendrecv/pairs", o, &option);
+  CHECK_FALSE(option.cacheHit);
+  CompileParams v = p;
+  v.compilerVersionOverride = "msccl 99.0.0 (test)";
+  compile("stdlib:sendrecv/pairs", v, &version);
+  CHECK_FALSE(version.cacheHit);
+  std::set<std::string> keys{base.key, define.key, option.key, version.key};
+  CHECK(keys.size() == 4);
+  compile("stdlib:sendrecv/pairs", p, &again);
+  CHECK(again.cacheHit);
+  CHECK(again.key == base.key);
+  CHECK_THAT(compilerVersion(), Catch::StartsWith("msccl "));
+}
+
+TEST_CASE("a corrupt entry is recompiled and replaced", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  CompileInfo i1;
+  PlanPtr good = compile("stdlib:sendrecv/pairs", p, &i1);
+  const std::string entry = i1.cacheFile;
+  std::string original = test::readFile(entry);
+
+  SECTION("garbage") { test::writeFile(entry, "not a cache entry"); }
+  SECTION("truncated") { test::writeFile(entry, original.substr(0, original.size() / 2)); }
+  SECTION("valid JSON with a changed value (checksum)") {
+    std::string tampered = original;
+    size_t at = tampered.find("\"collective\":\"sendrecv\"");
+    REQUIRE(at != std::string::npos);
+    tampered.replace(at, 23, "\"collective\":\"allgather\"");
+    test::writeFile(entry, tampered);
+  }
+  CompileInfo i2, i3;
+  PlanPtr again = compile("stdlib:sendrecv/pairs", p, &i2);
+  CHECK_FALSE(i2.cacheHit);
+  CHECK(i2.cacheRepaired);
+  CHECK(*again == *good);
+  CHECK(test::readFile(entry) == original);
+  compile("stdlib:sendrecv/pairs", p, &i3);
+  CHECK(i3.cacheHit);
+  CHECK(entries(cache) == 1);
+}
+
+TEST_CASE("the cache directory: MSCCL_CACHE_DIR, XDG_CACHE_HOME, HOME", "[cache]") {
+  auto saved = [](const char *n) -> std::optional<std::string> {
+    const char *v = std::getenv(n);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  auto restore = [](const char *n, const std::optional<std::string> &v) {
+    if (v)
+      ::setenv(n, v->c_str(), 1);
+    else
+      ::unsetenv(n);
+  };
+  auto c = saved("MSCCL_CACHE_DIR"), x = saved("XDG_CACHE_HOME"), h = saved("HOME");
+  ::setenv("MSCCL_CACHE_DIR", "/tmp/a", 1);
+  ::setenv("XDG_CACHE_HOME", "/tmp/x", 1);
+  ::setenv("HOME", "/tmp/h", 1);
+  CHECK(defaultCacheDir() == "/tmp/a");
+  ::unsetenv("MSCCL_CACHE_DIR");
+  CHECK(defaultCacheDir() == "/tmp/x/msccl");
+  ::unsetenv("XDG_CACHE_HOME");
+  CHECK(defaultCacheDir() == "/tmp/h/.cache/msccl");
+  restore("MSCCL_CACHE_DIR", c);
+  restore("XDG_CACHE_HOME", x);
+  restore("HOME", h);
+  // An unwritable cache directory is not an error.
+  CompileParams p;
+  p.defines = {{"ranks", "2"}};
+  p.cacheDir = "/proc/msccl-cannot-write-here";
+  CompileInfo info;
+  PlanPtr plan = compile("stdlib:sendrecv/pairs", p, &info);
+  CHECK(plan->gpus.size() == 2);
+  CHECK(info.cacheFile.empty());
+}
+
+TEST_CASE("compile errors carry mscclc's diagnostics", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  try {
+    compileSource("program broken(collective = AllReduce(2, 1, false)) {\n  let x = \n}\n", p);
+    FAIL("no error");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::CompileError);
+    CHECK_THAT(e.what(), Catch::Contains(":2:"));
+  }
+  try {
+    compile(cache.file("missing.msccl"), p);
+    FAIL("no error");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::System);
+    CHECK_THAT(e.what(), Catch::Contains("missing.msccl"));
+  }
+  CompileParams bad = p;
+  bad.defines = {{"ranks", "1"}};
+  CHECK_THROWS_WITH(compile("stdlib:sendrecv/pairs", bad), Catch::Contains("needs at least 2 ranks"));
+  CHECK(fs::is_empty(cache.path)); // failures are not cached
+}
