@@ -1,8 +1,19 @@
 //===- Communicator.h - Ranks in processes: bootstrap, nodes, exchange, shared memory -----===//
 //
-// One process per rank, launched by mpirun/srun (OpenMPI), as MSCCL++ runs for real. A
-// Communicator is this process's view of the job:
-//   * rank() / size(): MPI_COMM_WORLD's;
+// One process per rank, as MSCCL++ runs for real. A Communicator is this process's view of the
+// job, built by one of two bootstraps with the same behaviour behind this interface:
+//   * MPI (initWorld): launched by mpirun/srun (OpenMPI); rank() / size() are MPI_COMM_WORLD's,
+//     exchange is MPI collectives, memory is MPI-3 shared windows and RMA (described below);
+//   * unique id (createUniqueId / initFromUniqueId / initFromEnvironment), as NCCL's
+//     ncclGetUniqueId + ncclCommInitRank and torchrun do, with no MPI: a 128-byte id carries
+//     rank 0's TCP address; the ranks meet there over ZeroMQ (rank 0 binds a ROUTER socket,
+//     the others connect DEALER sockets) and every exchange below goes through rank 0. Memory
+//     is POSIX shared memory (shm_open + mmap), every rank mapping every segment, with put /
+//     add / flush done as memcpy / atomic add / fence. One machine only: ranks on different
+//     hosts are refused with an error at init (use the MPI bootstrap across hosts);
+//     MSCCL_RANKS_PER_NODE=k still splits the machine into emulated nodes. Needs the library
+//     built with ZeroMQ (haveUniqueIdBootstrap()); otherwise these functions throw.
+// What follows describes the MPI bootstrap; the unique-id one gives the same answers:
 //   * nodes: which ranks share a node (and therefore memory). By default MPI's shared-memory
 //     split (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)); the environment variable
 //     MSCCL_RANKS_PER_NODE=k overrides it (ranks r with equal r / k form a node), so a
@@ -19,8 +30,8 @@
 // ExecutionError(Backend) on an MPI failure. Only the thread that created the Communicator
 // calls MPI (MPI_THREAD_FUNNELED).
 //
-// Mirrors: mscclpp include/mscclpp/core.hpp (Bootstrap, TcpBootstrap, Communicator,
-// RegisteredMemory), whose bootstrap we take from MPI instead.
+// Mirrors: mscclpp include/mscclpp/core.hpp (Bootstrap, TcpBootstrap with UniqueId,
+// Communicator, RegisteredMemory) and nccl.h (ncclUniqueId, ncclCommInitRank).
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
@@ -35,8 +46,46 @@ namespace msccl::runtime {
 
 class NodeSharedMemory;
 
+/// The unique id of a job to bootstrap without MPI: 128 opaque bytes (as ncclUniqueId),
+/// copied by the application from the rank that made it to every other rank.
+struct UniqueId {
+  char bytes[128];
+};
+
+/// Options of the unique-id bootstrap.
+struct BootstrapOptions {
+  /// Seconds every rank waits at init for all `size` ranks to arrive, and that rank 0 waits
+  /// for the others in each exchange without a deadline of its own; then ExecutionError(Backend)
+  /// naming the missing ranks. 0: MSCCL_BOOTSTRAP_TIMEOUT or 120.
+  double timeoutSeconds = 0;
+};
+
 class Communicator {
 public:
+  /// Whether this library was built with the unique-id bootstrap (ZeroMQ found at build time).
+  static bool haveUniqueIdBootstrap();
+
+  /// Make a unique id (any process, typically rank 0, before initFromUniqueId): binds a TCP
+  /// port on MSCCL_BOOTSTRAP_ADDR (an IPv4 address or host name; default 127.0.0.1), which
+  /// this process keeps until its initFromUniqueId as rank 0 takes it over. The rank 0 that
+  /// uses the id must be this process. Throws ExecutionError(Backend) without ZeroMQ support
+  /// or when the address cannot be bound.
+  static UniqueId createUniqueId();
+
+  /// Join the job of `id` as `rank` of `size` (0 <= rank < size; every rank calls it with the
+  /// same id and size). Collective over the job: returns once all `size` ranks arrived.
+  /// Throws ExecutionError(Backend): not an id made by createUniqueId, rank/size out of range
+  /// or different across ranks, two processes claiming one rank, ranks on different hosts,
+  /// ranks missing after `options.timeoutSeconds`, a bad MSCCL_RANKS_PER_NODE, no ZeroMQ.
+  static std::unique_ptr<Communicator> initFromUniqueId(const UniqueId &id, int rank, int size,
+                                                        const BootstrapOptions &options = {});
+
+  /// Join as torchrun and other launchers describe the job: RANK, WORLD_SIZE, MASTER_ADDR and
+  /// the port MSCCL_BOOTSTRAP_PORT, else MASTER_PORT + 1 (MASTER_PORT itself is the launcher's
+  /// own store). Rank 0 binds that address; the others connect to it. Throws
+  /// ExecutionError(Backend) when a variable is missing or malformed, and as initFromUniqueId.
+  static std::unique_ptr<Communicator> initFromEnvironment(const BootstrapOptions &options = {});
+
   /// True when this process was started by an MPI launcher (OpenMPI's OMPI_COMM_WORLD_SIZE,
   /// PMI/PMIx variables of srun and others). Does not initialise MPI.
   static bool launchedByMpi();
@@ -46,7 +95,7 @@ public:
   /// MSCCL_RANKS_PER_NODE (not a positive integer, or grouping ranks that share no memory).
   static std::unique_ptr<Communicator> initWorld(int *argc, char ***argv);
 
-  ~Communicator(); ///< Finalises MPI.
+  ~Communicator(); ///< Finalises MPI (MPI bootstrap); closes the sockets (unique id).
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
 
@@ -78,8 +127,11 @@ public:
   /// open for one-sided access by every rank. Collective; each rank may ask for its own size.
   std::unique_ptr<NodeSharedMemory> allocateShared(size_t bytes);
 
+  /// The bootstrap behind this communicator (CommunicatorImpl.h, private to the runtime).
   struct Impl;
   Impl &impl() { return *impl_; }
+  /// Wrap a bootstrap's implementation (used by the bootstraps themselves).
+  static std::unique_ptr<Communicator> fromImpl(std::unique_ptr<Impl> impl);
 
 private:
   explicit Communicator(std::unique_ptr<Impl> impl);
@@ -88,7 +140,8 @@ private:
 
 /// One segment per rank (see Communicator::allocateShared). Node peers' segments are directly
 /// addressable; every rank's segment is reachable through put/add/flush. Freed collectively by
-/// the destructor (every rank must destroy its object).
+/// the destructor (every rank must destroy its object). The names below are the MPI
+/// bootstrap's; the unique-id bootstrap does the same with memcpy, atomic add and fences.
 class NodeSharedMemory {
 public:
   ~NodeSharedMemory();

@@ -1,0 +1,724 @@
+//===- Interpose.cpp - libmsccl_nccl.so: NCCL's C API over registered plans ---------------===//
+//
+// Loaded before the real NCCL (LD_PRELOAD=libmsccl_nccl.so), it exports NCCL's C API (nccl.h of
+// the CUDA toolkit it was built against):
+//   * ncclGetUniqueId makes our unique id (rank 0's address, runtime/Communicator.h) with the
+//     real NCCL's id inside it; ncclCommInitRank builds our communicator from it (no MPI: the
+//     unique-id bootstrap) and, alongside, the real NCCL's communicator from the real id, so
+//     any later call can fall back (also point-to-point calls, which only some ranks make);
+//   * the registry (msccl.hpp's PlanRegistry) is filled once per process at the first init from
+//     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache);
+//   * each collective asks the registry for a plan for (collective, world size, ranks per node,
+//     bytes, in-place) and runs it with Executor::execute, or forwards the call unchanged to the
+//     real NCCL's communicator; Send/Recv, Gather/Scatter and every other function forward;
+//   * the real NCCL is dlopen'ed (RTLD_DEEPBIND: its own calls stay inside it) from
+//     MSCCL_NCCL_LIB_PATH, default libnccl.so.2; without it, a call with no plan fails with
+//     ncclInvalidUsage and says why (ncclGetLastError);
+//   * MSCCL_DEBUG=INFO: one line per call on stderr, the plan used or why it fell back;
+//   * MSCCL_BACKEND=cpu (test mode): buffers are host memory and plans run on the CPU backend;
+//     default cuda (device memory, the call's stream).
+// Errors never escape as exceptions: every failure becomes an ncclResult_t and a last-error
+// string.
+//
+//===------------------------------------------------------------------------------------===//
+#include <nccl.h>
+
+#include "msccl/msccl.hpp"
+#include "msccl/runtime/Communicator.h"
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#define MSCCL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// --- The real NCCL ------------------------------------------------------------------------
+
+std::once_flag gRealOnce;
+void *gReal = nullptr;
+std::string gRealWhy; // why it is not loaded
+
+void *realHandle() {
+  std::call_once(gRealOnce, [] {
+    const char *p = std::getenv("MSCCL_NCCL_LIB_PATH");
+    std::string path = p && *p ? p : "libnccl.so.2";
+    gReal = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!gReal) {
+      const char *e = dlerror();
+      gRealWhy = "the real NCCL could not be loaded from " + path + " (MSCCL_NCCL_LIB_PATH): " + (e ? e : "?");
+    }
+  });
+  return gReal;
+}
+
+template <class F> F realFn(const char *name) {
+  void *h = realHandle();
+  return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
+}
+
+// --- Our communicator ---------------------------------------------------------------------
+
+constexpr uint64_t kCommMagic = 0x6d7363636c636f6dull; // "msccl com"
+
+enum class Backend { Cpu, Cuda };
+
+struct Comm {
+  uint64_t magic = kCommMagic;
+  ncclComm_t real = nullptr;                      // the real NCCL's communicator (may be null)
+  std::shared_ptr<msccl::Communicator> comm;      // null: forward-only (ncclCommInitAll, split)
+  std::unique_ptr<msccl::Executor> executor;
+  int rank = 0, size = 1, ranksPerNode = 0, device = 0;
+  std::string lastError;
+};
+
+// The id: our bootstrap's 128 bytes cannot hold NCCL's too, so ncclGetUniqueId registers the
+// real id under ours and rank 0 hands it to the others over our communicator at init.
+
+std::mutex gMu;
+std::shared_ptr<msccl::PlanRegistry> gRegistry;
+std::string gRegistryError;
+bool gRegistryLoaded = false;
+thread_local std::string tLastError;
+
+bool infoLogging() {
+  static const bool on = [] {
+    const char *d = std::getenv("MSCCL_DEBUG");
+    return d && (std::strcmp(d, "INFO") == 0 || std::strcmp(d, "info") == 0 || std::strcmp(d, "TRACE") == 0);
+  }();
+  return on;
+}
+
+void logLine(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void logLine(const char *fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "MSCCL INFO %s\n", buf);
+}
+
+ncclResult_t failWith(Comm *c, ncclResult_t rc, const std::string &msg) {
+  tLastError = "msccl: " + msg;
+  if (c)
+    c->lastError = tLastError;
+  std::fprintf(stderr, "MSCCL WARN %s\n", msg.c_str());
+  return rc;
+}
+
+Comm *ours(ncclComm_t comm) {
+  auto *c = reinterpret_cast<Comm *>(comm);
+  return c && c->magic == kCommMagic ? c : nullptr;
+}
+
+ncclComm_t realOf(ncclComm_t comm) {
+  Comm *c = ours(comm);
+  return c ? c->real : comm;
+}
+
+Backend backendFromEnv(std::string &error) {
+  const char *b = std::getenv("MSCCL_BACKEND");
+  if (!b || !*b || std::strcmp(b, "cuda") == 0)
+    return Backend::Cuda;
+  if (std::strcmp(b, "cpu") == 0)
+    return Backend::Cpu;
+  error = std::string("MSCCL_BACKEND='") + b + "' is neither cpu nor cuda";
+  return Backend::Cuda;
+}
+
+/// The process's registry, filled once from MSCCL_PLANS.
+std::shared_ptr<msccl::PlanRegistry> registry(std::string &error) {
+  std::lock_guard<std::mutex> lock(gMu);
+  if (!gRegistryLoaded) {
+    gRegistryLoaded = true;
+    gRegistry = std::make_shared<msccl::PlanRegistry>();
+    const char *dir = std::getenv("MSCCL_PLANS");
+    if (dir && *dir) {
+      try {
+        size_t n = gRegistry->addDirectory(dir);
+        if (infoLogging())
+          logLine("%zu plan(s) registered from %s (MSCCL_PLANS)", n, dir);
+      } catch (const std::exception &e) {
+        gRegistryError = std::string("MSCCL_PLANS=") + dir + ": " + e.what();
+      }
+    } else if (infoLogging()) {
+      logLine("MSCCL_PLANS is not set: every call goes to NCCL");
+    }
+  }
+  error = gRegistryError;
+  return gRegistryError.empty() ? gRegistry : nullptr;
+}
+
+bool dataType(ncclDataType_t t, msccl::plan::DataType &out, size_t &bytes) {
+  using msccl::plan::DataType;
+  switch (t) {
+  case ncclInt8: out = DataType::UInt8, bytes = 1; return true; // moved, not reduced (see redOp)
+  case ncclUint8: out = DataType::UInt8, bytes = 1; return true;
+  case ncclInt32: out = DataType::Int32, bytes = 4; return true;
+  case ncclUint32: out = DataType::UInt32, bytes = 4; return true;
+  case ncclFloat16: out = DataType::Float16, bytes = 2; return true;
+  case ncclFloat32: out = DataType::Float32, bytes = 4; return true;
+  case ncclBfloat16: out = DataType::BFloat16, bytes = 2; return true;
+  default: return false;
+  }
+}
+
+const char *typeName(ncclDataType_t t) {
+  static const char *names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+                                "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  return unsigned(t) < sizeof names / sizeof *names ? names[t] : "unknown-type";
+}
+
+bool redOp(ncclRedOp_t op, msccl::plan::ReduceOp &out) {
+  switch (op) {
+  case ncclSum: out = msccl::plan::ReduceOp::Sum; return true;
+  case ncclMin: out = msccl::plan::ReduceOp::Min; return true;
+  case ncclMax: out = msccl::plan::ReduceOp::Max; return true;
+  default: return false;
+  }
+}
+
+/// One collective call, as the registry and the executor see it.
+struct Call {
+  const char *api;        // "ncclAllReduce"
+  const char *collective; // registry's name
+  const void *send;
+  void *recv;
+  size_t sendBytes, recvBytes, messageBytes;
+  bool inPlace;
+  ncclDataType_t type;
+  bool reduces;
+  ncclRedOp_t op;
+  cudaStream_t stream;
+};
+
+/// Run `call` with a plan; false (with `why`) when it must go to NCCL instead.
+bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
+  rc = ncclSuccess;
+  if (!c.comm) {
+    why = "this communicator was made by NCCL alone (ncclCommInitAll / split)";
+    return false;
+  }
+  msccl::plan::DataType dt;
+  size_t es = 0;
+  if (!dataType(call.type, dt, es)) {
+    why = std::string("element type ") + typeName(call.type) + " has no plan executor";
+    return false;
+  }
+  msccl::plan::ReduceOp ro = msccl::plan::ReduceOp::Sum;
+  if (call.reduces && !redOp(call.op, ro)) {
+    why = "reduction op " + std::to_string(int(call.op)) + " is not sum, min or max";
+    return false;
+  }
+  if (call.reduces && call.type == ncclInt8) {
+    why = "int8 reductions have no plan executor";
+    return false;
+  }
+  std::string regError;
+  auto reg = registry(regError);
+  if (!reg) {
+    why = regError;
+    return false;
+  }
+  msccl::SelectRequest req = c.comm->request(call.collective, call.messageBytes, call.inPlace);
+  const msccl::RegisteredPlan *plan = nullptr;
+  try {
+    plan = reg->select(req);
+  } catch (const std::exception &e) {
+    why = std::string("selection failed: ") + e.what();
+    return false;
+  }
+  if (!plan) {
+    std::string text = reg->explainText(req);
+    for (char &ch : text)
+      if (ch == '\n')
+        ch = ';';
+    while (!text.empty() && (text.back() == ';' || text.back() == ' '))
+      text.pop_back();
+    why = "no plan: " + text;
+    return false;
+  }
+  try {
+    c.executor->execute(c.rank, call.send, call.recv, call.sendBytes, call.recvBytes, dt, ro, plan->plan,
+                        reinterpret_cast<void *>(call.stream));
+  } catch (const msccl::Error &e) {
+    if (e.code() == msccl::ErrorCode::Unsupported) { // e.g. the CUDA backend in a build without it
+      why = std::string("plan ") + plan->info.name + " cannot run here: " + e.what();
+      return false;
+    }
+    rc = failWith(&c, e.code() == msccl::ErrorCode::InvalidArgument ? ncclInvalidArgument : ncclInternalError,
+                  std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+    return true;
+  } catch (const std::exception &e) {
+    rc = failWith(&c, ncclInternalError, std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+    return true;
+  }
+  if (infoLogging())
+    logLine("rank %d: %s %zu bytes %s%s: plan %s (%s)", c.rank, call.api, call.messageBytes, typeName(call.type),
+            call.inPlace ? " in-place" : "", plan->info.name.c_str(), plan->info.source.c_str());
+  return true;
+}
+
+/// Log and report a call that goes to NCCL; an error when there is no NCCL to go to.
+ncclResult_t noRealNccl(Comm *c, const char *api, const std::string &why) {
+  realHandle();
+  return failWith(c, ncclInvalidUsage,
+                  std::string(api) + ": no plan and no NCCL to fall back to (" + why + "; " +
+                      (gRealWhy.empty() ? "the NCCL communicator was not created" : gRealWhy) + ")");
+}
+
+void logFallback(Comm *c, const char *api, size_t bytes, const std::string &why) {
+  if (infoLogging())
+    logLine("rank %d: %s %zu bytes: NCCL (%s)", c ? c->rank : -1, api, bytes, why.c_str());
+}
+
+} // namespace
+
+// --- Version, ids, communicators ----------------------------------------------------------
+
+MSCCL_EXPORT ncclResult_t ncclGetVersion(int *version) {
+  if (!version)
+    return failWith(nullptr, ncclInvalidArgument, "ncclGetVersion: version is null");
+  if (auto f = realFn<ncclResult_t (*)(int *)>("ncclGetVersion"))
+    return f(version);
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+namespace {
+// Real NCCL ids made by ncclGetUniqueId in this process, by our id's bytes.
+std::mutex gIdsMu;
+std::vector<std::pair<std::string, ncclUniqueId>> gRealIds;
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
+  if (!uniqueId)
+    return failWith(nullptr, ncclInvalidArgument, "ncclGetUniqueId: uniqueId is null");
+  static_assert(sizeof(ncclUniqueId) == sizeof(msccl::runtime::UniqueId), "ids are both 128 bytes");
+  msccl::runtime::UniqueId id;
+  try {
+    id = msccl::runtime::Communicator::createUniqueId();
+  } catch (const std::exception &e) {
+    return failWith(nullptr, ncclSystemError, std::string("ncclGetUniqueId: ") + e.what());
+  }
+  if (auto f = realFn<ncclResult_t (*)(ncclUniqueId *)>("ncclGetUniqueId")) {
+    ncclUniqueId realId;
+    if (f(&realId) == ncclSuccess) {
+      std::lock_guard<std::mutex> lock(gIdsMu);
+      gRealIds.emplace_back(std::string(id.bytes, sizeof id.bytes), realId);
+    }
+  }
+  std::memcpy(uniqueId->internal, id.bytes, sizeof id.bytes);
+  return ncclSuccess;
+}
+
+namespace {
+ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
+  if (!out)
+    return failWith(nullptr, ncclInvalidArgument, "ncclCommInitRank: comm is null");
+  if (nranks <= 0 || rank < 0 || rank >= nranks)
+    return failWith(nullptr, ncclInvalidArgument,
+                    "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " is out of range");
+  std::string error;
+  const Backend backend = backendFromEnv(error);
+  if (!error.empty())
+    return failWith(nullptr, ncclInvalidUsage, "ncclCommInitRank: " + error);
+  auto c = std::make_unique<Comm>();
+  c->rank = rank;
+  c->size = nranks;
+  try {
+    msccl::runtime::UniqueId id;
+    std::memcpy(id.bytes, commId.internal, sizeof id.bytes);
+    auto rt = msccl::runtime::Communicator::initFromUniqueId(id, rank, nranks);
+    c->ranksPerNode = int(rt->nodeRanks().size());
+    // The real NCCL's id travels from rank 0 over our communicator (every rank takes part,
+    // whether or not the real NCCL loaded here).
+    struct RealId {
+      uint64_t have;
+      ncclUniqueId id;
+    } mine{};
+    if (rank == 0) {
+      std::lock_guard<std::mutex> lock(gIdsMu);
+      for (auto &[ours, real] : gRealIds)
+        if (ours == std::string(commId.internal, sizeof commId.internal)) {
+          mine.have = 1;
+          mine.id = real;
+        }
+    }
+    auto all = rt->allGather(&mine, sizeof mine);
+    RealId root;
+    std::memcpy(&root, all[0].data(), sizeof root);
+    c->comm = msccl::Communicator::adopt(std::move(rt), backend == Backend::Cpu ? msccl::Backend::Cpu
+                                                                                : msccl::Backend::Cuda);
+    c->executor = std::make_unique<msccl::Executor>(c->comm);
+    if (root.have) {
+      using InitConfig = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+      using Init = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int);
+      ncclResult_t rc = ncclSuccess;
+      if (auto f = config ? realFn<InitConfig>("ncclCommInitRankConfig") : nullptr)
+        rc = f(&c->real, nranks, root.id, rank, config);
+      else if (auto g = realFn<Init>("ncclCommInitRank"))
+        rc = g(&c->real, nranks, root.id, rank);
+      if (rc != ncclSuccess) {
+        c->real = nullptr;
+        return failWith(nullptr, rc, "ncclCommInitRank: the real NCCL's ncclCommInitRank failed (" +
+                                         std::to_string(int(rc)) + ")");
+      }
+    }
+  } catch (const std::exception &e) {
+    return failWith(nullptr, ncclSystemError, std::string("ncclCommInitRank: ") + e.what());
+  }
+  registry(error); // fill the registry now, so a bad MSCCL_PLANS shows at init
+  if (!error.empty())
+    return failWith(nullptr, ncclInvalidUsage, "ncclCommInitRank: " + error);
+  if (infoLogging())
+    logLine("rank %d of %d: communicator ready (%s backend, %d ranks per node, NCCL fallback %s)", rank, nranks,
+            backend == Backend::Cpu ? "cpu" : "cuda", c->ranksPerNode, c->real ? "ready" : "unavailable");
+  *out = reinterpret_cast<ncclComm_t>(c.release());
+  return ncclSuccess;
+}
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr);
+}
+
+MSCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                                 ncclConfig_t *config) {
+  return initRank(comm, nranks, commId, rank, config);
+}
+
+/// One process driving several devices: NCCL's own communicators, wrapped (no plans: our
+/// executor runs one rank per process).
+MSCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
+  auto f = realFn<ncclResult_t (*)(ncclComm_t *, int, const int *)>("ncclCommInitAll");
+  if (!f)
+    return noRealNccl(nullptr, "ncclCommInitAll", "plans need one process per rank");
+  if (!comms || ndev <= 0)
+    return f(comms, ndev, devlist);
+  std::vector<ncclComm_t> real(size_t(ndev), nullptr);
+  ncclResult_t rc = f(real.data(), ndev, devlist);
+  if (rc != ncclSuccess)
+    return rc;
+  for (int i = 0; i < ndev; ++i) {
+    auto *c = new Comm;
+    c->real = real[size_t(i)];
+    c->rank = i;
+    c->size = ndev;
+    comms[i] = reinterpret_cast<ncclComm_t>(c);
+  }
+  return ncclSuccess;
+}
+
+namespace {
+ncclResult_t endComm(ncclComm_t comm, const char *name) {
+  Comm *c = ours(comm);
+  if (!c)
+    return failWith(nullptr, ncclInvalidArgument, std::string(name) + ": not a communicator");
+  ncclResult_t rc = ncclSuccess;
+  if (c->real)
+    if (auto f = realFn<ncclResult_t (*)(ncclComm_t)>(name))
+      rc = f(c->real);
+  c->magic = 0;
+  try {
+    delete c; // our communicator's close is collective (every rank destroys its own)
+  } catch (...) {
+  }
+  return rc;
+}
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return endComm(comm, "ncclCommDestroy"); }
+MSCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return endComm(comm, "ncclCommAbort"); }
+
+MSCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  Comm *c = ours(comm);
+  if (!c)
+    return failWith(nullptr, ncclInvalidArgument, "ncclCommFinalize: not a communicator");
+  if (c->real)
+    if (auto f = realFn<ncclResult_t (*)(ncclComm_t)>("ncclCommFinalize"))
+      return f(c->real);
+  return ncclSuccess;
+}
+
+MSCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  Comm *c = ours(comm);
+  if (!c || !count)
+    return failWith(c, ncclInvalidArgument, "ncclCommCount: null communicator or count");
+  *count = c->size;
+  return ncclSuccess;
+}
+
+MSCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  Comm *c = ours(comm);
+  if (!c || !rank)
+    return failWith(c, ncclInvalidArgument, "ncclCommUserRank: null communicator or rank");
+  *rank = c->rank;
+  return ncclSuccess;
+}
+
+MSCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
+  Comm *c = ours(comm);
+  if (!c || !device)
+    return failWith(c, ncclInvalidArgument, "ncclCommCuDevice: null communicator or device");
+  if (c->real)
+    if (auto f = realFn<ncclResult_t (*)(ncclComm_t, int *)>("ncclCommCuDevice"))
+      return f(c->real, device);
+  *device = c->device;
+  return ncclSuccess;
+}
+
+MSCCL_EXPORT const char *ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+  case ncclSuccess: return "no error";
+  case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+  case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+  case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+  case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+  case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+  case ncclRemoteError: return "remote process exited or there was a network error";
+  case ncclInProgress: return "NCCL operation in progress";
+  default: return "unknown result code";
+  }
+}
+
+MSCCL_EXPORT const char *ncclGetLastError(ncclComm_t comm) {
+  if (Comm *c = ours(comm); c && !c->lastError.empty())
+    return c->lastError.c_str();
+  if (!tLastError.empty())
+    return tLastError.c_str();
+  if (auto f = realFn<const char *(*)(ncclComm_t)>("ncclGetLastError"))
+    return f(realOf(comm));
+  return "";
+}
+
+// --- Collectives --------------------------------------------------------------------------
+
+namespace {
+/// Run with a plan, else forward `forward(realComm)` to the real NCCL.
+template <class F> ncclResult_t dispatch(ncclComm_t comm, const Call &call, F forward) {
+  Comm *c = ours(comm);
+  if (!c)
+    return failWith(nullptr, ncclInvalidArgument, std::string(call.api) + ": not a communicator");
+  std::string why;
+  ncclResult_t rc;
+  if (runPlanned(*c, call, why, rc))
+    return rc;
+  if (!c->real)
+    return noRealNccl(c, call.api, why);
+  logFallback(c, call.api, call.messageBytes, why);
+  return forward(c->real);
+}
+
+template <class Sig> Sig real(const char *name) { return realFn<Sig>(name); }
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t bytes = count * es;
+  Call call{"ncclAllReduce", "allreduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
+            datatype, true, op, stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, op, r, stream);
+  });
+}
+
+MSCCL_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  Comm *c = ours(comm);
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, in = sendcount * es;
+  bool inPlace = static_cast<const char *>(sendbuff) == static_cast<const char *>(recvbuff) + rank * in;
+  Call call{"ncclAllGather", "allgather", sendbuff, recvbuff, in, in * n, in * n, inPlace, datatype, false, ncclSum,
+            stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclAllGather)>("ncclAllGather")(sendbuff, recvbuff, sendcount, datatype, r, stream);
+  });
+}
+
+MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  Comm *c = ours(comm);
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, out = recvcount * es;
+  bool inPlace = static_cast<const char *>(recvbuff) == static_cast<const char *>(sendbuff) + rank * out;
+  Call call{"ncclReduceScatter", "reducescatter", sendbuff, recvbuff, out * n, out, out * n, inPlace, datatype, true,
+            op, stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, op, r,
+                                                                    stream);
+  });
+}
+
+MSCCL_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  Comm *c = ours(comm);
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t bytes = count * es * (c ? size_t(c->size) : 1);
+  Call call{"ncclAlltoAll", "alltoall", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype,
+            false, ncclSum, stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclAlltoAll)>("ncclAlltoAll")(sendbuff, recvbuff, count, datatype, r, stream);
+  });
+}
+
+MSCCL_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                        int root, ncclComm_t comm, cudaStream_t stream) {
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t bytes = count * es;
+  Call call{"ncclBroadcast", root == 0 ? "broadcast" : "broadcast-from-nonzero-root", sendbuff, recvbuff, bytes,
+            bytes, bytes, sendbuff == recvbuff, datatype, false, ncclSum, stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclBroadcast)>("ncclBroadcast")(sendbuff, recvbuff, count, datatype, root, r, stream);
+  });
+}
+
+MSCCL_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  size_t es = 0;
+  msccl::plan::DataType dt;
+  dataType(datatype, dt, es);
+  size_t bytes = count * es;
+  Call call{"ncclReduce", root == 0 ? "reduce" : "reduce-to-nonzero-root", sendbuff, recvbuff, bytes, bytes, bytes,
+            sendbuff == recvbuff, datatype, true, op, stream};
+  return dispatch(comm, call, [&](ncclComm_t r) {
+    return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, op, root, r, stream);
+  });
+}
+
+// --- Forwarded as they are (our communicator unwrapped) -------------------------------------
+
+namespace {
+template <class F, class... A> ncclResult_t forward(const char *name, Comm *c, A... args) {
+  auto f = realFn<F>(name);
+  if (!f)
+    return noRealNccl(c, name, "not planned");
+  if (c && !c->real)
+    return noRealNccl(c, name, "not planned");
+  if (infoLogging())
+    logLine("rank %d: %s: NCCL (not planned)", c ? c->rank : -1, name);
+  return f(args...);
+}
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return forward<decltype(&ncclSend)>("ncclSend", ours(comm), sendbuff, count, datatype, peer, realOf(comm), stream);
+}
+MSCCL_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  return forward<decltype(&ncclRecv)>("ncclRecv", ours(comm), recvbuff, count, datatype, peer, realOf(comm), stream);
+}
+MSCCL_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t stream) {
+  return forward<decltype(&ncclGather)>("ncclGather", ours(comm), sendbuff, recvbuff, count, datatype, root,
+                                        realOf(comm), stream);
+}
+MSCCL_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm, cudaStream_t stream) {
+  return forward<decltype(&ncclScatter)>("ncclScatter", ours(comm), sendbuff, recvbuff, count, datatype, root,
+                                         realOf(comm), stream);
+}
+MSCCL_EXPORT ncclResult_t ncclGroupStart() { return forward<decltype(&ncclGroupStart)>("ncclGroupStart", nullptr); }
+MSCCL_EXPORT ncclResult_t ncclGroupEnd() { return forward<decltype(&ncclGroupEnd)>("ncclGroupEnd", nullptr); }
+MSCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  return forward<decltype(&ncclGroupSimulateEnd)>("ncclGroupSimulateEnd", nullptr, simInfo);
+}
+MSCCL_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
+  return forward<decltype(&ncclMemAlloc)>("ncclMemAlloc", nullptr, ptr, size);
+}
+MSCCL_EXPORT ncclResult_t ncclMemFree(void *ptr) { return forward<decltype(&ncclMemFree)>("ncclMemFree", nullptr, ptr); }
+MSCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  Comm *c = ours(comm);
+  if (c && !c->real && asyncError) {
+    *asyncError = ncclSuccess; // our executes are synchronous
+    return ncclSuccess;
+  }
+  return forward<decltype(&ncclCommGetAsyncError)>("ncclCommGetAsyncError", c, realOf(comm), asyncError);
+}
+MSCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+  return forward<decltype(&ncclCommRegister)>("ncclCommRegister", ours(comm), realOf(comm), buff, size, handle);
+}
+MSCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
+  return forward<decltype(&ncclCommDeregister)>("ncclCommDeregister", ours(comm), realOf(comm), handle);
+}
+MSCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win,
+                                                 int winFlags) {
+  return forward<decltype(&ncclCommWindowRegister)>("ncclCommWindowRegister", ours(comm), realOf(comm), buff, size,
+                                                    win, winFlags);
+}
+MSCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return forward<decltype(&ncclCommWindowDeregister)>("ncclCommWindowDeregister", ours(comm), realOf(comm), win);
+}
+MSCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+                                                   ncclScalarResidence_t residence, ncclComm_t comm) {
+  return forward<decltype(&ncclRedOpCreatePreMulSum)>("ncclRedOpCreatePreMulSum", ours(comm), op, scalar, datatype,
+                                                      residence, realOf(comm));
+}
+MSCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return forward<decltype(&ncclRedOpDestroy)>("ncclRedOpDestroy", ours(comm), op, realOf(comm));
+}
+MSCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return forward<decltype(&ncclCommRevoke)>("ncclCommRevoke", ours(comm), realOf(comm), revokeFlags);
+}
+
+namespace {
+/// A communicator NCCL made from one of ours (split, shrink): NCCL's alone, wrapped.
+ncclResult_t wrapNew(ncclResult_t rc, ncclComm_t *newcomm) {
+  if (rc != ncclSuccess || !newcomm || !*newcomm)
+    return rc;
+  auto *c = new Comm;
+  c->real = *newcomm;
+  if (auto f = realFn<ncclResult_t (*)(ncclComm_t, int *)>("ncclCommCount"))
+    f(c->real, &c->size);
+  if (auto f = realFn<ncclResult_t (*)(ncclComm_t, int *)>("ncclCommUserRank"))
+    f(c->real, &c->rank);
+  *newcomm = reinterpret_cast<ncclComm_t>(c);
+  return rc;
+}
+} // namespace
+
+MSCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                        ncclConfig_t *config) {
+  return wrapNew(forward<decltype(&ncclCommSplit)>("ncclCommSplit", ours(comm), realOf(comm), color, key, newcomm,
+                                                   config),
+                 newcomm);
+}
+MSCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                         ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  return wrapNew(forward<decltype(&ncclCommShrink)>("ncclCommShrink", ours(comm), realOf(comm), excludeRanksList,
+                                                    excludeRanksCount, newcomm, config, shrinkFlags),
+                 newcomm);
+}
+MSCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+                                                   ncclUniqueId *commIds, ncclConfig_t *config) {
+  // Several ids (NCCL's scalable init): NCCL's alone.
+  return wrapNew(forward<decltype(&ncclCommInitRankScalable)>("ncclCommInitRankScalable", nullptr, newcomm, nranks,
+                                                              myrank, nId, commIds, config),
+                 newcomm);
+}

@@ -1,0 +1,691 @@
+//===- TcpCommunicator.cpp - Unique-id bootstrap: ZeroMQ rendezvous, POSIX shared memory --===//
+//
+// Consumes a UniqueId (or RANK/WORLD_SIZE/MASTER_ADDR) and produces a Communicator with no MPI
+// (one of the two bootstraps of CommunicatorImpl.h):
+//   * rendezvous: rank 0 owns a ZeroMQ ROUTER socket bound to the id's TCP endpoint, every other
+//     rank a DEALER socket whose routing id is its rank. Each rank says hello (nonce, rank,
+//     size, host key); rank 0 checks them all (in range, distinct, same size, one host) and
+//     answers every rank with the host keys, or with the error every rank then throws;
+//   * exchange: every collective is a numbered gather at rank 0 followed by its broadcast
+//     (allGather; barrier = empty allGather; reductions are done locally on the gathered
+//     words). Waits poll with deadlines (barrierUntil / allReduceMaxUntil / init);
+//   * abort: the aborting rank tells rank 0, rank 0 tells every rank; a rank that hears of an
+//     abort while it waits exits with the same code, so no process stays behind;
+//   * memory: one POSIX shared-memory segment per rank (shm_open + ftruncate + mmap), mapped
+//     by every rank (one machine), unlinked once all mapped; put / add / flush are memcpy /
+//     atomic add / sequentially consistent fence; peer() exposes the node's segments only,
+//     so MSCCL_RANKS_PER_NODE emulates nodes as the MPI bootstrap does.
+// Why ZeroMQ: a maintained library (Debian libzmq3-dev) that does the framing, reconnection
+// and polling a hand-made socket protocol would redo; see docs/integration.md.
+//
+//===------------------------------------------------------------------------------------===//
+#include "CommunicatorImpl.h"
+
+#include "msccl/runtime/Executor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#ifdef MSCCL_HAVE_ZMQ
+#include <zmq.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#endif
+
+namespace msccl::runtime {
+
+#ifndef MSCCL_HAVE_ZMQ
+
+namespace {
+[[noreturn]] void unavailable() {
+  throw ExecutionError(ErrorKind::Backend, "the unique-id bootstrap is unavailable: msccl was built without ZeroMQ "
+                                           "(install libzmq3-dev and rebuild), use mpirun and the MPI bootstrap");
+}
+} // namespace
+bool Communicator::haveUniqueIdBootstrap() { return false; }
+UniqueId Communicator::createUniqueId() { unavailable(); }
+std::unique_ptr<Communicator> Communicator::initFromUniqueId(const UniqueId &, int, int, const BootstrapOptions &) {
+  unavailable();
+}
+std::unique_ptr<Communicator> Communicator::initFromEnvironment(const BootstrapOptions &) { unavailable(); }
+
+#else
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'S', 'C', 'C', 'L', 'I', 'D', '1'};
+
+/// The id's layout inside UniqueId::bytes.
+struct IdLayout {
+  char magic[8];
+  uint64_t nonce;
+  char endpoint[112]; // "tcp://a.b.c.d:port", NUL-terminated
+};
+static_assert(sizeof(IdLayout) == sizeof(UniqueId), "the id fills ncclUniqueId's 128 bytes");
+
+[[noreturn]] void fail(const std::string &msg) {
+  throw ExecutionError(ErrorKind::Backend, "bootstrap: " + msg);
+}
+
+std::string zmqError(const char *what) { return std::string(what) + ": " + zmq_strerror(zmq_errno()); }
+
+// One ZeroMQ context per process, terminated when its last socket closes (zmq_ctx_term waits
+// for lingering messages, so a rank's last answers reach the others before the process exits).
+std::mutex gCtxMu;
+void *gCtx = nullptr;
+int gSockets = 0;
+// Sockets bound by createUniqueId, waiting for this process's rank 0 to take them over.
+std::map<uint64_t, void *> gPending;
+
+void *openSocket(int type) {
+  std::lock_guard<std::mutex> lock(gCtxMu);
+  if (!gCtx && !(gCtx = zmq_ctx_new()))
+    fail(zmqError("zmq_ctx_new"));
+  void *s = zmq_socket(gCtx, type);
+  if (!s)
+    fail(zmqError("zmq_socket"));
+  int linger = 1000; // ms a closing socket keeps trying to deliver (zmq_ctx_term waits that long)
+  zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  ++gSockets;
+  return s;
+}
+
+void closeSocket(void *s) {
+  std::lock_guard<std::mutex> lock(gCtxMu);
+  zmq_close(s);
+  if (--gSockets == 0) {
+    zmq_ctx_term(gCtx);
+    gCtx = nullptr;
+  }
+}
+
+double defaultTimeout(const BootstrapOptions &o) {
+  if (o.timeoutSeconds > 0)
+    return o.timeoutSeconds;
+  if (const char *t = std::getenv("MSCCL_BOOTSTRAP_TIMEOUT"); t && *t) {
+    char *end = nullptr;
+    double v = std::strtod(t, &end);
+    if (*end != '\0' || !(v > 0))
+      fail("MSCCL_BOOTSTRAP_TIMEOUT='" + std::string(t) + "' is not a positive number of seconds");
+    return v;
+  }
+  return 120;
+}
+
+/// IPv4 address of `host` (a dotted address or a name), for bind/connect.
+std::string resolve(const std::string &host) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0 || !res)
+    fail("cannot resolve host '" + host + "': " + gai_strerror(rc));
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(res->ai_addr)->sin_addr, buf, sizeof buf);
+  freeaddrinfo(res);
+  return buf;
+}
+
+/// This machine: host name and kernel boot id (ranks with equal keys share memory).
+std::string hostKey() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(name) + "/" + boot;
+}
+
+enum Kind : uint32_t { Hello = 1, Welcome = 2, Refused = 3, Gather = 4, Gathered = 5, Abort = 6, Closed = 7 };
+
+struct Header {
+  uint64_t nonce;
+  uint32_t kind;
+  int32_t rank;
+  uint64_t seq;
+  int64_t value; // Hello: size; Abort: exit code
+};
+
+struct Message {
+  Header h{};
+  std::string data;
+};
+
+struct TcpComm final : Communicator::Impl {
+  void *sock = nullptr;
+  uint64_t nonce = 0;
+  uint64_t seq = 0;
+  uint64_t allocations = 0;
+  double timeout = 120;
+  std::string endpoint;
+  std::vector<std::string> routes; // rank 0: each rank's ZeroMQ routing id (from its hello)
+  bool broken = false;             // an exchange was abandoned (timeout) or found out of step
+
+  ~TcpComm() override {
+    if (!sock)
+      return;
+    // Collective close: nobody's socket (and no answer still queued in it) goes away before
+    // every rank is here.
+    try {
+      if (rank == 0 && broken) // nobody can meet rank 0 in step any more: tell them it left
+        for (int r = 1; r < size; ++r)
+          sendTo(r, Closed, 0, 0, nullptr, 0);
+      else
+        barrierUntil(monotonicSeconds() + std::min(timeout, 10.0));
+    } catch (...) { // a rank out of step after an abandoned exchange: close anyway
+    }
+    closeSocket(sock);
+  }
+
+  // --- messages -----------------------------------------------------------------------
+  void sendTo(int rank, uint32_t kind, uint64_t s, int64_t value, const void *data, size_t bytes) {
+    Header h{nonce, kind, this->rank, s, value};
+    std::string buf(sizeof h + bytes, '\0');
+    std::memcpy(buf.data(), &h, sizeof h);
+    if (bytes)
+      std::memcpy(buf.data() + sizeof h, data, bytes);
+    if (this->rank == 0) {
+      const std::string &id = routes.at(size_t(rank));
+      if (zmq_send(sock, id.data(), id.size(), ZMQ_SNDMORE) < 0 || zmq_send(sock, buf.data(), buf.size(), 0) < 0)
+        fail(zmqError(("sending to rank " + std::to_string(rank)).c_str()));
+    } else if (zmq_send(sock, buf.data(), buf.size(), 0) < 0) {
+      fail(zmqError("sending to rank 0"));
+    }
+  }
+
+  /// Next message before `deadline` (< 0: none); false on timeout. Acts on an Abort itself.
+  bool receive(Message &m, double deadline) {
+    std::string route;
+    return receive(m, deadline, route);
+  }
+  bool receive(Message &m, double deadline, std::string &route) {
+    for (;;) {
+      zmq_pollitem_t item{sock, 0, ZMQ_POLLIN, 0};
+      long waitMs = -1;
+      if (deadline >= 0) {
+        double left = deadline - monotonicSeconds();
+        if (left <= 0)
+          return false;
+        waitMs = std::max(1L, long(left * 1000));
+      }
+      int rc = zmq_poll(&item, 1, std::min(waitMs < 0 ? 1000L : waitMs, 1000L));
+      if (rc < 0) {
+        if (zmq_errno() == EINTR)
+          continue;
+        fail(zmqError("zmq_poll"));
+      }
+      if (rc == 0)
+        continue;
+      std::vector<std::string> parts;
+      int more = 0;
+      do {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, sock, 0) < 0) {
+          zmq_msg_close(&part);
+          fail(zmqError("zmq_msg_recv"));
+        }
+        parts.emplace_back(static_cast<const char *>(zmq_msg_data(&part)), zmq_msg_size(&part));
+        more = zmq_msg_more(&part);
+        zmq_msg_close(&part);
+      } while (more);
+      const std::string &body = parts.back();
+      if (body.size() < sizeof(Header))
+        continue; // not ours
+      std::memcpy(&m.h, body.data(), sizeof m.h);
+      if (m.h.nonce != nonce)
+        continue; // a stray peer of another job
+      m.data = body.substr(sizeof m.h);
+      route = parts.size() > 1 ? parts.front() : std::string();
+      if (m.h.kind == Closed) {
+        broken = true;
+        fail("rank 0 left the job after an abandoned exchange");
+      }
+      if (m.h.kind == Abort) {
+        if (rank == 0)
+          for (int r = 1; r < size; ++r)
+            if (r != m.h.rank)
+              try {
+                sendTo(r, Abort, 0, m.h.value, nullptr, 0);
+              } catch (...) {
+              }
+        std::fprintf(stderr, "msccl: rank %d: rank %d aborted the job (code %lld)\n", rank, m.h.rank,
+                     static_cast<long long>(m.h.value));
+        closeAndExit(int(m.h.value));
+      }
+      return true;
+    }
+  }
+
+  [[noreturn]] void closeAndExit(int code) {
+    if (sock) {
+      closeSocket(sock); // flushes queued Abort messages (linger)
+      sock = nullptr;
+    }
+    std::_Exit(code);
+  }
+
+  // --- collectives --------------------------------------------------------------------
+  /// One numbered gather + broadcast; false on timeout (deadline < 0: none).
+  bool gather(const void *data, size_t bytes, std::vector<uint8_t> &all, double deadline) {
+    const uint64_t s = ++seq;
+    all.assign(bytes * size_t(size), 0);
+    if (rank != 0) {
+      sendTo(0, Gather, s, int64_t(bytes), data, bytes);
+      Message m;
+      for (;;) {
+        if (!receive(m, deadline))
+          return broken = true, false;
+        if (m.h.kind == Gathered && m.h.seq == s)
+          break;
+      }
+      if (m.data.size() != all.size())
+        fail("rank 0 answered exchange " + std::to_string(s) + " with " + std::to_string(m.data.size()) +
+             " bytes, expected " + std::to_string(all.size()) + " (ranks out of step)");
+      std::memcpy(all.data(), m.data.data(), all.size());
+      return true;
+    }
+    if (bytes)
+      std::memcpy(all.data(), data, bytes);
+    std::vector<bool> have(size_t(size), false);
+    have[0] = true;
+    for (int got = 1; got < size;) {
+      Message m;
+      if (!receive(m, deadline))
+        return broken = true, false;
+      if (m.h.kind != Gather || m.h.rank <= 0 || m.h.rank >= size || have[size_t(m.h.rank)])
+        continue;
+      if (m.h.seq != s || m.data.size() != bytes)
+        broken = true, fail("rank " + std::to_string(m.h.rank) + " is out of step: exchange " + std::to_string(m.h.seq) + " of " +
+             std::to_string(m.data.size()) + " bytes, rank 0 is in exchange " + std::to_string(s) + " of " +
+             std::to_string(bytes) + " bytes");
+      if (bytes)
+        std::memcpy(all.data() + bytes * size_t(m.h.rank), m.data.data(), bytes);
+      have[size_t(m.h.rank)] = true;
+      ++got;
+    }
+    for (int r = 1; r < size; ++r)
+      sendTo(r, Gathered, s, 0, all.data(), all.size());
+    return true;
+  }
+
+  std::vector<uint8_t> allGather(const void *data, size_t bytes) override {
+    std::vector<uint8_t> all;
+    gather(data, bytes, all, -1);
+    return all;
+  }
+  template <class T, class F> T reduce(T v, F f) {
+    std::vector<uint8_t> all = allGather(&v, sizeof v);
+    T acc;
+    std::memcpy(&acc, all.data(), sizeof acc);
+    for (int r = 1; r < size; ++r) {
+      T x;
+      std::memcpy(&x, all.data() + sizeof x * size_t(r), sizeof x);
+      acc = f(acc, x);
+    }
+    return acc;
+  }
+  uint64_t allReduceSum(uint64_t v) override {
+    return reduce(v, [](uint64_t a, uint64_t b) { return a + b; });
+  }
+  uint64_t allReduceMax(uint64_t v) override {
+    return reduce(v, [](uint64_t a, uint64_t b) { return std::max(a, b); });
+  }
+  double allReduceMax(double v) override {
+    return reduce(v, [](double a, double b) { return std::max(a, b); });
+  }
+  void barrier() override { allGather(nullptr, 0); }
+  bool barrierUntil(double deadline) override {
+    std::vector<uint8_t> all;
+    return gather(nullptr, 0, all, deadline);
+  }
+  bool allReduceMaxUntil(uint64_t &v, double deadline) override {
+    std::vector<uint8_t> all;
+    if (!gather(&v, sizeof v, all, deadline))
+      return false;
+    uint64_t acc = 0;
+    for (int r = 0; r < size; ++r) {
+      uint64_t x;
+      std::memcpy(&x, all.data() + sizeof x * size_t(r), sizeof x);
+      acc = std::max(acc, x);
+    }
+    v = acc;
+    return true;
+  }
+  [[noreturn]] void abort(int code) override {
+    try {
+      for (int r = 0; r < size; ++r)
+        if (r != rank && (rank == 0 || r == 0))
+          sendTo(r, Abort, 0, code, nullptr, 0);
+    } catch (...) {
+    }
+    closeAndExit(code);
+  }
+  std::unique_ptr<NodeSharedMemory> allocateShared(size_t bytes) override;
+};
+
+struct ShmSegments final : NodeSharedMemory::Impl {
+  std::vector<uint8_t *> all; // every rank's segment, mapped here
+  ~ShmSegments() override {
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r])
+        munmap(all[r], sizes[r]);
+  }
+  void put(int rank, uint64_t offset, const void *src, uint64_t bytes) override {
+    std::memcpy(all.at(size_t(rank)) + offset, src, bytes);
+  }
+  void add(int rank, uint64_t offset, uint64_t value) override {
+    __atomic_fetch_add(reinterpret_cast<uint64_t *>(all.at(size_t(rank)) + offset), value, __ATOMIC_SEQ_CST);
+  }
+  void flush(int) override { std::atomic_thread_fence(std::memory_order_seq_cst); }
+  void flushAll() override { std::atomic_thread_fence(std::memory_order_seq_cst); }
+  void progress() override {}
+};
+
+std::string segmentName(uint64_t nonce, uint64_t allocation, int rank) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "/msccl-%016llx-%llu-%d", static_cast<unsigned long long>(nonce),
+                static_cast<unsigned long long>(allocation), rank);
+  return buf;
+}
+
+std::unique_ptr<NodeSharedMemory> TcpComm::allocateShared(size_t bytes) {
+  auto m = std::make_unique<ShmSegments>();
+  const uint64_t allocation = ++allocations;
+  const uint64_t rounded = std::max<uint64_t>(64, (bytes + 63) / 64 * 64);
+  const std::string mine = segmentName(nonce, allocation, rank);
+  // Every rank learns whether every other one succeeded, so nobody waits for a failed rank.
+  auto agree = [&](std::string error) {
+    uint64_t bad = error.empty() ? 0 : 1;
+    std::vector<uint8_t> all = allGather(&bad, sizeof bad);
+    for (int r = 0; r < size; ++r) {
+      uint64_t x;
+      std::memcpy(&x, all.data() + 8 * size_t(r), 8);
+      if (x && error.empty())
+        error = "rank " + std::to_string(r) + " could not set up its shared memory";
+    }
+    if (!error.empty())
+      fail(error);
+  };
+  std::string error;
+  uint8_t *base = nullptr;
+  int fd = shm_open(mine.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    error = "shm_open(" + mine + "): " + std::strerror(errno);
+  } else {
+    if (ftruncate(fd, off_t(rounded)) != 0)
+      error = "ftruncate(" + mine + ", " + std::to_string(rounded) + "): " + std::strerror(errno);
+    else if (void *p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0); p == MAP_FAILED)
+      error = "mmap(" + mine + "): " + std::strerror(errno);
+    else
+      base = static_cast<uint8_t *>(p); // zeroed by ftruncate
+    close(fd);
+  }
+  m->all.assign(size_t(size), nullptr);
+  m->sizes.assign(size_t(size), 0);
+  m->all[size_t(rank)] = base;
+  m->sizes[size_t(rank)] = rounded;
+  if (!error.empty())
+    shm_unlink(mine.c_str());
+  agree(error);
+  std::vector<uint8_t> sizes = allGather(&rounded, sizeof rounded);
+  for (int r = 0; r < size && error.empty(); ++r) {
+    std::memcpy(&m->sizes[size_t(r)], sizes.data() + 8 * size_t(r), 8);
+    if (r == rank)
+      continue;
+    std::string name = segmentName(nonce, allocation, r);
+    int pfd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (pfd < 0) {
+      error = "shm_open(" + name + ") of rank " + std::to_string(r) + ": " + std::strerror(errno) +
+              " (ranks must share one machine's /dev/shm)";
+      break;
+    }
+    void *p = mmap(nullptr, m->sizes[size_t(r)], PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+    close(pfd);
+    if (p == MAP_FAILED)
+      error = "mmap(" + name + "): " + std::strerror(errno);
+    else
+      m->all[size_t(r)] = static_cast<uint8_t *>(p);
+  }
+  agree(error); // every rank mapped every segment: the names can go
+  shm_unlink(mine.c_str());
+  m->base = base;
+  m->peers.assign(size_t(size), nullptr);
+  for (int r : nodeRanks)
+    m->peers[size_t(r)] = m->all[size_t(r)];
+  return std::make_unique<NodeSharedMemory>(std::move(m));
+}
+
+std::string boundEndpoint(void *sock) {
+  char buf[256] = {};
+  size_t len = sizeof buf - 1;
+  if (zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, buf, &len) != 0)
+    fail(zmqError("zmq_getsockopt(ZMQ_LAST_ENDPOINT)"));
+  return buf;
+}
+
+void *bindRoot(const std::string &endpoint) {
+  void *s = openSocket(ZMQ_ROUTER);
+  int one = 1;
+  zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+  if (zmq_bind(s, endpoint.c_str()) != 0) {
+    std::string e = zmqError(("binding " + endpoint).c_str());
+    closeSocket(s);
+    fail(e + " (is the port in use, or the id made by another process than rank 0?)");
+  }
+  return s;
+}
+
+/// Join: rank 0 checks every hello and answers all; the others wait for its answer.
+std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, void *rootSocket, int rank, int size,
+                                   const BootstrapOptions &options) {
+  if (size <= 0 || rank < 0 || rank >= size) {
+    if (rootSocket)
+      closeSocket(rootSocket);
+    fail("rank " + std::to_string(rank) + " of " + std::to_string(size) + " is out of range");
+  }
+  auto impl = std::make_unique<TcpComm>();
+  impl->rank = rank;
+  impl->size = size;
+  impl->nonce = nonce;
+  impl->endpoint = endpoint;
+  impl->timeout = defaultTimeout(options);
+  impl->splitName = "one host, unique-id bootstrap";
+  impl->routes.assign(size_t(std::max(size, 1)), std::string());
+  const int rpn = ranksPerNodeFromEnv();
+  impl->ranksPerNode = rpn;
+  const double deadline = monotonicSeconds() + impl->timeout;
+  const std::string me = hostKey();
+  std::vector<std::string> hosts(static_cast<size_t>(size));
+  if (rank == 0) {
+    impl->sock = rootSocket ? rootSocket : bindRoot(endpoint);
+    hosts[0] = me;
+    std::vector<bool> have(size_t(size), false);
+    have[0] = true;
+    std::string error;
+    int got = 1;
+    std::vector<std::string> strays; // routes of processes refused before their rank was known
+    while (got < size && error.empty()) {
+      Message m;
+      std::string route;
+      if (!impl->receive(m, deadline, route)) {
+        std::string missing;
+        for (int r = 0; r < size; ++r)
+          if (!have[size_t(r)])
+            missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        error = "ranks {" + missing + "} did not join " + endpoint + " within " + std::to_string(int(impl->timeout)) +
+                " s (MSCCL_BOOTSTRAP_TIMEOUT)";
+        break;
+      }
+      if (m.h.kind != Hello)
+        continue;
+      int r = m.h.rank;
+      if (m.h.value != size)
+        error = "rank " + std::to_string(r) + " joined a job of " + std::to_string(m.h.value) + " ranks, rank 0 one of " +
+                std::to_string(size);
+      else if (r <= 0 || r >= size)
+        error = "a process joined as rank " + std::to_string(r) + " of " + std::to_string(size);
+      else if (have[size_t(r)])
+        error = "two processes joined as rank " + std::to_string(r);
+      else if (m.data != me)
+        error = "rank " + std::to_string(r) + " runs on another host (" + m.data + ", rank 0 on " + me +
+                "): the unique-id bootstrap is for one machine; launch multi-node jobs with mpirun";
+      if (!error.empty()) {
+        strays.push_back(route);
+      } else {
+        have[size_t(r)] = true;
+        hosts[size_t(r)] = m.data;
+        impl->routes[size_t(r)] = route;
+        ++got;
+      }
+    }
+    if (!error.empty()) {
+      // Tell every process that said hello (the stray one through a spare route slot).
+      for (const std::string &route : strays)
+        impl->routes.push_back(route);
+      for (size_t r = 1; r < impl->routes.size(); ++r)
+        if (!impl->routes[r].empty())
+          try {
+            impl->sendTo(int(r), Refused, 0, 0, error.data(), error.size());
+          } catch (...) {
+          }
+      closeSocket(impl->sock);
+      impl->sock = nullptr;
+      fail(error);
+    }
+    std::string all;
+    for (auto &h : hosts)
+      all += h + '\n';
+    for (int r = 1; r < size; ++r)
+      impl->sendTo(r, Welcome, 0, 0, all.data(), all.size());
+  } else {
+    impl->sock = openSocket(ZMQ_DEALER); // ZeroMQ gives it a routing id; rank 0 learns it from the hello
+    if (zmq_connect(impl->sock, endpoint.c_str()) != 0) {
+      std::string e = zmqError(("connecting to " + endpoint).c_str());
+      closeSocket(impl->sock);
+      impl->sock = nullptr;
+      fail(e);
+    }
+    impl->sendTo(0, Hello, 0, size, me.data(), me.size());
+    // Rank 0 gives up at `deadline` and then says why: wait a little longer for that.
+    const double answerBy = deadline + std::max(2.0, 0.5 * impl->timeout);
+    Message m;
+    for (;;) {
+      if (!impl->receive(m, answerBy)) {
+        closeSocket(impl->sock);
+        impl->sock = nullptr;
+        fail("rank " + std::to_string(rank) + ": no answer from rank 0 at " + endpoint + " within " +
+             std::to_string(int(impl->timeout)) + " s (MSCCL_BOOTSTRAP_TIMEOUT)");
+      }
+      if (m.h.kind == Welcome || m.h.kind == Refused)
+        break;
+    }
+    if (m.h.kind == Refused) {
+      closeSocket(impl->sock);
+      impl->sock = nullptr;
+      fail(m.data);
+    }
+    size_t pos = 0;
+    for (int r = 0; r < size; ++r) {
+      size_t nl = m.data.find('\n', pos);
+      hosts[size_t(r)] = m.data.substr(pos, nl - pos);
+      pos = nl + 1;
+    }
+  }
+  std::vector<int> colors(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r)
+    colors[size_t(r)] = rpn ? r / rpn : 0;
+  assignNodes(*impl, colors);
+  return Communicator::fromImpl(std::move(impl));
+}
+
+} // namespace
+
+bool Communicator::haveUniqueIdBootstrap() { return true; }
+
+UniqueId Communicator::createUniqueId() {
+  const char *a = std::getenv("MSCCL_BOOTSTRAP_ADDR");
+  std::string host = resolve(a && *a ? a : "127.0.0.1");
+  void *s = bindRoot("tcp://" + host + ":*");
+  std::string endpoint = boundEndpoint(s);
+  IdLayout id{};
+  std::memcpy(id.magic, kMagic, sizeof kMagic);
+  std::random_device rd;
+  id.nonce = (uint64_t(rd()) << 32) ^ rd() ^ (uint64_t(getpid()) << 16);
+  if (endpoint.size() >= sizeof id.endpoint) {
+    closeSocket(s);
+    fail("endpoint " + endpoint + " does not fit the id");
+  }
+  std::memcpy(id.endpoint, endpoint.data(), endpoint.size());
+  {
+    std::lock_guard<std::mutex> lock(gCtxMu);
+    gPending[id.nonce] = s;
+  }
+  UniqueId out;
+  std::memcpy(out.bytes, &id, sizeof id);
+  return out;
+}
+
+std::unique_ptr<Communicator> Communicator::initFromUniqueId(const UniqueId &uid, int rank, int size,
+                                                             const BootstrapOptions &options) {
+  IdLayout id;
+  std::memcpy(&id, uid.bytes, sizeof id);
+  if (std::memcmp(id.magic, kMagic, sizeof kMagic) != 0 || id.endpoint[sizeof id.endpoint - 1] != '\0' ||
+      std::strncmp(id.endpoint, "tcp://", 6) != 0)
+    fail("not a unique id made by createUniqueId / ncclGetUniqueId (copy all 128 bytes to every rank)");
+  void *root = nullptr;
+  if (rank == 0) {
+    std::lock_guard<std::mutex> lock(gCtxMu);
+    if (auto it = gPending.find(id.nonce); it != gPending.end()) {
+      root = it->second;
+      gPending.erase(it);
+    }
+  }
+  return join(id.nonce, id.endpoint, root, rank, size, options);
+}
+
+std::unique_ptr<Communicator> Communicator::initFromEnvironment(const BootstrapOptions &options) {
+  auto integer = [](const char *name, long lo, long hi) {
+    const char *v = std::getenv(name);
+    if (!v || !*v)
+      fail(std::string(name) + " is not set (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT describe the job)");
+    char *end = nullptr;
+    long x = std::strtol(v, &end, 10);
+    if (*end != '\0' || x < lo || x > hi)
+      fail(std::string(name) + "='" + v + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+           "]");
+    return x;
+  };
+  const int size = int(integer("WORLD_SIZE", 1, 1 << 20));
+  const int rank = int(integer("RANK", 0, size - 1));
+  const char *addr = std::getenv("MASTER_ADDR");
+  if (!addr || !*addr)
+    fail("MASTER_ADDR is not set (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT describe the job)");
+  long port = 0;
+  if (const char *p = std::getenv("MSCCL_BOOTSTRAP_PORT"); p && *p)
+    port = integer("MSCCL_BOOTSTRAP_PORT", 1, 65535);
+  else
+    port = integer("MASTER_PORT", 1, 65534) + 1;
+  std::string endpoint = "tcp://" + resolve(addr) + ":" + std::to_string(port);
+  // Every rank derives the same nonce from the endpoint and the size.
+  uint64_t nonce = std::hash<std::string>{}(endpoint + "/" + std::to_string(size));
+  return join(nonce, endpoint, nullptr, rank, size, options);
+}
+
+#endif
+
+} // namespace msccl::runtime

@@ -1,0 +1,225 @@
+//===- BootstrapTest.cpp - The unique-id bootstrap (ZeroMQ + POSIX shm) on loopback --------===//
+//
+// Ranks are threads of this process, each with its own Communicator built from one unique id
+// (the sockets and segments are the same as between processes): exchange results, deadlines,
+// shared segments with put/add, emulated nodes, and the errors of bad ids and bad jobs.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/Executor.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace msccl::runtime;
+
+namespace {
+
+// Catch2 v2's assertions are not thread-safe: ranks' threads assert under one lock.
+std::mutex gCatchMu;
+#define RCHECK(...)                                                                                                    \
+  do {                                                                                                                 \
+    std::lock_guard<std::mutex> catchLock(gCatchMu);                                                                   \
+    CHECK(__VA_ARGS__);                                                                                                \
+  } while (0)
+
+/// Run `body(rank, comm)` on `n` threads joined through one fresh id; rethrows the first error.
+void onRanks(int n, const std::function<void(int, Communicator &)> &body) {
+  UniqueId id = Communicator::createUniqueId();
+  std::mutex mu;
+  std::string error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        auto comm = Communicator::initFromUniqueId(id, r, n);
+        body(r, *comm);
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (error.empty())
+          error = "rank " + std::to_string(r) + ": " + e.what();
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  if (!error.empty())
+    FAIL(error);
+}
+
+/// Every rank's error message of a job expected to fail at init.
+std::vector<std::string> initErrors(const UniqueId &id, const std::vector<std::pair<int, int>> &rankSize,
+                                    double timeout) {
+  std::vector<std::string> errors(rankSize.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < rankSize.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        BootstrapOptions o;
+        o.timeoutSeconds = timeout;
+        auto comm = Communicator::initFromUniqueId(id, rankSize[i].first, rankSize[i].second, o);
+        errors[i] = "<no error>";
+      } catch (const ExecutionError &e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  return errors;
+}
+
+} // namespace
+
+TEST_CASE("ranks exchange bytes, sums and maxima through rank 0", "[bootstrap]") {
+  RCHECK(Communicator::haveUniqueIdBootstrap());
+  unsetenv("MSCCL_RANKS_PER_NODE");
+  const int n = 4;
+  onRanks(n, [&](int r, Communicator &c) {
+    RCHECK(c.rank() == r);
+    RCHECK(c.size() == n);
+    RCHECK(c.numNodes() == 1);
+    RCHECK(c.nodeRanks() == std::vector<int>{0, 1, 2, 3});
+    uint32_t mine[2] = {uint32_t(100 + r), uint32_t(r * r)};
+    auto all = c.allGather(mine, sizeof mine);
+    RCHECK(all.size() == size_t(n));
+    for (int q = 0; q < n; ++q) {
+      uint32_t got[2];
+      RCHECK(all[size_t(q)].size() == sizeof got);
+      std::memcpy(got, all[size_t(q)].data(), sizeof got);
+      RCHECK(got[0] == uint32_t(100 + q));
+      RCHECK(got[1] == uint32_t(q * q));
+    }
+    // (collectives run outside the assertion lock)
+    const uint64_t sum = c.allReduceSum(uint64_t(r + 1)), maxU = c.allReduceMax(uint64_t(7 * r));
+    const double maxD = c.allReduceMax(0.5 * r);
+    RCHECK(sum == 10);
+    RCHECK(maxU == 21);
+    RCHECK(maxD == 1.5);
+    c.barrier();
+    const bool met = c.barrierUntil(monotonicSeconds() + 30);
+    RCHECK(met);
+    uint64_t v = uint64_t(r == 2 ? 99 : r);
+    const bool reduced = c.allReduceMaxUntil(v, monotonicSeconds() + 30);
+    RCHECK(reduced);
+    RCHECK(v == 99);
+  });
+}
+
+TEST_CASE("a barrier with a deadline gives up when a rank does not come", "[bootstrap]") {
+  onRanks(2, [&](int r, Communicator &c) {
+    if (r == 0) {
+      double t0 = monotonicSeconds();
+      const bool met = c.barrierUntil(t0 + 0.3);
+      RCHECK(!met);
+      RCHECK(monotonicSeconds() - t0 < 5);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    }
+    // Both ranks then meet in a later barrier of their own count: rank 1's first barrier pairs
+    // with rank 0's abandoned one (same exchange number), which is why only abort() is
+    // promised after a timeout; here rank 1 simply does not wait for it.
+  });
+}
+
+TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {
+  setenv("MSCCL_RANKS_PER_NODE", "2", 1);
+  onRanks(4, [&](int r, Communicator &c) {
+    RCHECK(c.numNodes() == 2);
+    RCHECK(c.node() == r / 2);
+    RCHECK(c.describeNodes() == "2 nodes: {0,1} {2,3} (MSCCL_RANKS_PER_NODE=2)");
+    auto shm = c.allocateShared(r == 3 ? 200 : 100); // each rank its own size, rounded up to 64 bytes
+    for (int q = 0; q < 4; ++q)
+      RCHECK(shm->size(q) == (q == 3 ? 256u : 128u));
+    for (int q = 0; q < 4; ++q)
+      RCHECK((shm->peer(q) != nullptr) == (q / 2 == r / 2));
+    size_t nonZero = 0;
+    for (uint64_t i = 0; i < shm->size(r); ++i)
+      nonZero += shm->local()[i] != 0;
+    RCHECK(nonZero == 0);
+    c.barrier();
+    // Every rank puts its id into byte 8*r.. of the next rank's segment and adds 1 to word 0 of
+    // every segment.
+    const int next = (r + 1) % 4;
+    uint64_t word = 1000 + uint64_t(r);
+    shm->put(next, 8 * uint64_t(r + 1), &word, sizeof word);
+    for (int q = 0; q < 4; ++q)
+      shm->add(q, 0, 1);
+    shm->flushAll();
+    c.barrier();
+    uint64_t got[5];
+    std::memcpy(got, shm->local(), sizeof got);
+    RCHECK(got[0] == 4);
+    const int prev = (r + 3) % 4;
+    RCHECK(got[prev + 1] == 1000 + uint64_t(prev));
+    // A node peer's segment is the same memory.
+    int peerRank = r ^ 1;
+    uint64_t seen;
+    std::memcpy(&seen, shm->peer(peerRank), sizeof seen);
+    RCHECK(seen == 4);
+    c.barrier();
+  });
+  unsetenv("MSCCL_RANKS_PER_NODE");
+}
+
+TEST_CASE("bad ids and bad jobs are refused with a clear error", "[bootstrap]") {
+  SECTION("not an id") {
+    UniqueId junk{};
+    std::memset(junk.bytes, 'x', sizeof junk.bytes);
+    CHECK_THROWS_WITH(Communicator::initFromUniqueId(junk, 0, 2),
+                      Catch::Contains("not a unique id made by createUniqueId"));
+  }
+  SECTION("rank out of range") {
+    UniqueId id = Communicator::createUniqueId();
+    CHECK_THROWS_WITH(Communicator::initFromUniqueId(id, 3, 2), Catch::Contains("rank 3 of 2 is out of range"));
+  }
+  SECTION("ranks disagree on the size") {
+    UniqueId id = Communicator::createUniqueId();
+    auto errors = initErrors(id, {{0, 2}, {1, 3}}, 10);
+    CHECK_THAT(errors[0], Catch::Contains("rank 1 joined a job of 3 ranks, rank 0 one of 2"));
+    CHECK_THAT(errors[1], Catch::Contains("rank 1 joined a job of 3 ranks, rank 0 one of 2"));
+  }
+  SECTION("two processes claim one rank") {
+    UniqueId id = Communicator::createUniqueId();
+    auto errors = initErrors(id, {{0, 3}, {1, 3}, {1, 3}}, 10);
+    CHECK_THAT(errors[0], Catch::Contains("two processes joined as rank 1"));
+  }
+  SECTION("a missing rank ends init at the timeout, naming it") {
+    UniqueId id = Communicator::createUniqueId();
+    auto errors = initErrors(id, {{0, 3}, {2, 3}}, 0.5);
+    CHECK_THAT(errors[0], Catch::Contains("ranks {1} did not join"));
+    CHECK_THAT(errors[1], Catch::Contains("ranks {1} did not join"));
+  }
+  SECTION("environment: a missing variable is named") {
+    unsetenv("WORLD_SIZE");
+    CHECK_THROWS_WITH(Communicator::initFromEnvironment(), Catch::Contains("WORLD_SIZE is not set"));
+  }
+}
+
+// Run as two processes by ctest (nccl.bootstrap-env): RANK, WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT as torchrun sets them; the job meets at MASTER_PORT + 1.
+TEST_CASE("torchrun's variables bootstrap a job", "[.torchrun]") {
+  BootstrapOptions o;
+  o.timeoutSeconds = 30;
+  auto c = Communicator::initFromEnvironment(o);
+  const int r = std::atoi(std::getenv("RANK"));
+  CHECK(c->rank() == r);
+  CHECK(c->size() == std::atoi(std::getenv("WORLD_SIZE")));
+  CHECK(c->allReduceSum(uint64_t(5 + r)) == uint64_t(5 * c->size() + c->size() * (c->size() - 1) / 2));
+  auto shm = c->allocateShared(64);
+  shm->add(0, 0, uint64_t(r + 1));
+  shm->flushAll();
+  c->barrier();
+  if (r == 0) {
+    uint64_t v;
+    std::memcpy(&v, shm->local(), sizeof v);
+    CHECK(v == uint64_t(c->size() * (c->size() + 1) / 2));
+  }
+  c->barrier();
+}

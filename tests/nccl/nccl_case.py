@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""nccl_case.py - the NCCL interposition test (nccl.interpose).
+
+Compiles stdlib plans for 4 ranks into a plan directory with mscclc, runs the plain-C NCCL client
+under `mpirun -np 4` with LD_PRELOAD=libmsccl_nccl.so MSCCL_BACKEND=cpu MSCCL_PLANS=<dir>
+MSCCL_NCCL_LIB_PATH=<stand-in> MSCCL_DEBUG=INFO, and checks: the client's own result checks
+passed (AllReduce/AllGather/ReduceScatter/AlltoAll through plans), MSCCL_DEBUG names the plan of
+each planned call and a reason for each fallback, the planned calls never reached the stand-in,
+every unplanned call reached it with its arguments (each "expect:" line of the client is in the
+stand-in's log), and every rank's NCCL communicator was made from the one id rank 0 got from
+the stand-in."""
+import argparse, os, re, subprocess, sys, tempfile
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mscclc", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--standin", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="nccl-case-")
+    plans = os.path.join(tmp, "plans")
+    os.mkdir(plans)
+    for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring", "alltoall/allpairs"]:
+        out = os.path.join(plans, algo.replace("/", "_") + ".json")
+        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4"], check=True)
+    log = os.path.join(tmp, "standin.log")
+    env = dict(os.environ)
+    env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_NCCL_LIB_PATH=a.standin, MSCCL_DEBUG="INFO",
+               STANDIN_NCCL_LOG=log, MSCCL_CACHE_DIR=os.path.join(tmp, "cache"))
+    cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
+    for k in ["LD_PRELOAD", "MSCCL_BACKEND", "MSCCL_PLANS", "MSCCL_NCCL_LIB_PATH", "MSCCL_DEBUG", "STANDIN_NCCL_LOG",
+              "MSCCL_CACHE_DIR"]:
+        cmd += ["-x", k]
+    env["LD_PRELOAD"] = a.preload
+    cmd.append(a.client)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    problems = []
+    if p.returncode != 0:
+        problems.append("the client failed (exit %d)" % p.returncode)
+    standin = open(log).read().splitlines() if os.path.exists(log) else []
+    for line in p.stdout.splitlines():
+        if line.startswith("expect: ") and line[8:] not in standin:
+            problems.append("not in the stand-in's log: " + line[8:])
+    # Planned calls stay with us: the stand-in saw no float32 sum allreduce of 4096, etc.
+    for s in standin:
+        if re.search(r"ncclAllReduce .* count=4096 ", s) or re.search(r"ncclAlltoAll ", s) or \
+           re.search(r"ncclReduceScatter ", s) or re.search(r"ncclAllGather .* count=1024 ", s):
+            problems.append("a planned call reached NCCL: " + s)
+    ids = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclGetUniqueId")]
+    inits = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclCommInitRank")]
+    if len(ids) != 1 or len(inits) != 4 or set(inits) != set(ids):
+        problems.append("NCCL's communicators were not all made from rank 0's NCCL id: %s / %s" % (ids, inits))
+    for rank in range(4):
+        for algo in ["allreduce", "allgather", "reducescatter", "alltoall"]:
+            if not re.search(r"MSCCL INFO rank %d: nccl\w+ \d+ bytes float32: plan \S*%s" % (rank, algo), p.stderr,
+                             re.IGNORECASE):
+                problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
+        if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
+        if not re.search(r"MSCCL INFO rank %d: ncclAllGather \d+ bytes: NCCL \(no plan: " % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG explain line for rank %d's unplanned allgather" % rank)
+    for pr in problems:
+        print("FAIL: " + pr)
+    print("%d problem(s); stand-in log: %d lines" % (len(problems), len(standin)))
+    return 1 if problems else 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+/* nccl_client.c - an NCCL application in plain C, as the nccl tests run it.
+ *
+ * It calls NCCL's API exactly as an application does: rank 0 makes the unique id, MPI (the
+ * application's own launcher, not the library's) copies it to every rank, every rank calls
+ * ncclCommInitRank, then collectives. Launched under mpirun with
+ * LD_PRELOAD=libmsccl_nccl.so MSCCL_BACKEND=cpu MSCCL_PLANS=<plans>: the four planned
+ * collectives must give correct results (checked here); the calls that have no plan must reach
+ * the NCCL behind it (the tests' stand-in, MSCCL_NCCL_LIB_PATH) with their arguments, which
+ * this client prints as "expect: <line>" for the test to find in the stand-in's log.
+ * Exit status 0 when every check passed; each failure is printed. */
+#include <mpi.h>
+#include <nccl.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static int rank = 0, nranks = 1;
+
+#define NCCLCHECK(call)                                                                                                \
+  do {                                                                                                                 \
+    ncclResult_t r_ = (call);                                                                                          \
+    if (r_ != ncclSuccess) {                                                                                           \
+      fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, #call, ncclGetErrorString(r_), ncclGetLastError(NULL));   \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                                    \
+    }                                                                                                                  \
+  } while (0)
+
+static void expectEq(const char *what, size_t i, float got, float want) {
+  if (got != want) {
+    if (failures < 10)
+      fprintf(stderr, "rank %d: %s: element %zu is %g, expected %g\n", rank, what, i, got, want);
+    ++failures;
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const size_t n = (size_t)nranks;
+
+  ncclUniqueId id;
+  if (rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  int count = 0, me = -1, version = 0;
+  NCCLCHECK(ncclCommCount(comm, &count));
+  NCCLCHECK(ncclCommUserRank(comm, &me));
+  NCCLCHECK(ncclGetVersion(&version));
+  if (count != nranks || me != rank) {
+    fprintf(stderr, "rank %d: ncclCommCount=%d ncclCommUserRank=%d\n", rank, count, me);
+    ++failures;
+  }
+  cudaStream_t stream = (cudaStream_t)(uintptr_t)(0x5000 + rank); /* host mode: passed through, never used */
+
+  /* AllReduce (sum, float32, out of place). */
+  const size_t N = 4096;
+  float *send = malloc(N * n * sizeof(float)), *recv = malloc(N * n * sizeof(float));
+  for (size_t i = 0; i < N; ++i)
+    send[i] = (float)(rank + (int)(i % 7));
+  NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, comm, stream));
+  for (size_t i = 0; i < N; ++i)
+    expectEq("allreduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)));
+
+  /* AllGather: C elements from each rank. */
+  const size_t C = 1024;
+  for (size_t i = 0; i < C; ++i)
+    send[i] = (float)(rank * 1000 + (int)i);
+  NCCLCHECK(ncclAllGather(send, recv, C, ncclFloat32, comm, stream));
+  for (size_t r = 0; r < n; ++r)
+    for (size_t i = 0; i < C; ++i)
+      expectEq("allgather", r * C + i, recv[r * C + i], (float)(r * 1000 + i));
+
+  /* ReduceScatter: C elements to each rank, summed. */
+  for (size_t j = 0; j < C * n; ++j)
+    send[j] = (float)(rank + (int)(j % 5));
+  NCCLCHECK(ncclReduceScatter(send, recv, C, ncclFloat32, ncclSum, comm, stream));
+  for (size_t i = 0; i < C; ++i)
+    expectEq("reducescatter", i, recv[i],
+             (float)(nranks * (nranks - 1) / 2 + nranks * (int)((rank * C + i) % 5)));
+
+  /* AlltoAll: C elements to each peer. */
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < C; ++i)
+      send[j * C + i] = (float)(rank * 100000 + (int)j * 1000 + (int)(i % 1000));
+  NCCLCHECK(ncclAlltoAll(send, recv, C, ncclFloat32, comm, stream));
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < C; ++i)
+      expectEq("alltoall", j * C + i, recv[j * C + i], (float)((int)j * 100000 + rank * 1000 + (int)(i % 1000)));
+
+  /* Calls with no plan: forwarded with their arguments. */
+  double *d = malloc(64 * sizeof(double));
+  NCCLCHECK(ncclAllReduce(d, d, 64, ncclFloat64, ncclSum, comm, stream)); /* no float64 executor */
+  printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=64 type=%d op=%d stream=%p\n", rank, (void *)d,
+         (void *)d, (int)ncclFloat64, (int)ncclSum, (void *)stream);
+  NCCLCHECK(ncclAllReduce(send, recv, 333, ncclFloat32, ncclProd, comm, stream)); /* no prod */
+  printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=333 type=%d op=%d stream=%p\n", rank, (void *)send,
+         (void *)recv, (int)ncclFloat32, (int)ncclProd, (void *)stream);
+  NCCLCHECK(ncclAllGather(send, recv, 12345, ncclInt32, comm, stream)); /* no plan for this size */
+  printf("expect: ncclAllGather rank=%d send=%p recv=%p count=12345 type=%d stream=%p\n", rank, (void *)send,
+         (void *)recv, (int)ncclInt32, (void *)stream);
+  NCCLCHECK(ncclBroadcast(send, recv, 77, ncclUint8, 1, comm, stream));
+  printf("expect: ncclBroadcast rank=%d send=%p recv=%p count=77 type=%d root=1 stream=%p\n", rank, (void *)send,
+         (void *)recv, (int)ncclUint8, (void *)stream);
+  NCCLCHECK(ncclReduce(send, recv, 99, ncclFloat32, ncclMax, 2, comm, stream));
+  printf("expect: ncclReduce rank=%d send=%p recv=%p count=99 type=%d op=%d root=2 stream=%p\n", rank, (void *)send,
+         (void *)recv, (int)ncclFloat32, (int)ncclMax, (void *)stream);
+  int peer = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclSend(send, 10 + (size_t)rank, ncclFloat32, peer, comm, stream));
+  NCCLCHECK(ncclRecv(recv, 10 + (size_t)from, ncclFloat32, from, comm, stream));
+  NCCLCHECK(ncclGroupEnd());
+  printf("expect: ncclSend rank=%d send=%p count=%d type=%d peer=%d stream=%p\n", rank, (void *)send, 10 + rank,
+         (int)ncclFloat32, peer, (void *)stream);
+  printf("expect: ncclRecv rank=%d recv=%p count=%d type=%d peer=%d stream=%p\n", rank, (void *)recv, 10 + from,
+         (int)ncclFloat32, from, (void *)stream);
+  int device = -1;
+  NCCLCHECK(ncclCommCuDevice(comm, &device));
+  if (device != 100 + rank) { /* the stand-in's answer: forwarded to NCCL's communicator */
+    fprintf(stderr, "rank %d: ncclCommCuDevice=%d, expected the stand-in's %d\n", rank, device, 100 + rank);
+    ++failures;
+  }
+
+  NCCLCHECK(ncclCommDestroy(comm));
+  printf("expect: ncclCommDestroy rank=%d\n", rank);
+  fflush(stdout);
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("nccl_client: %d ranks, %d failure(s), NCCL version %d\n", nranks, all, version);
+  free(send);
+  free(recv);
+  free(d);
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}
