@@ -56,13 +56,16 @@ def main():
         if comm.rank == 0:
             print(f"allreduce {nbytes:>8} B: plan {chosen.name:<20} {'ok' if not wrong else f'{wrong} wrong'}")
 
-    # In place (send buffer = receive buffer), max instead of sum.
-    x = rng.integers(-1000, 1000, 1024).astype(np.float32)
+    # In place (send buffer = receive buffer), int32.
+    x = rng.integers(-1000, 1000, 1024).astype(np.int32)
     expect = np.empty_like(x)
-    world.Allreduce(x, expect, op=MPI.MAX)
+    world.Allreduce(x, expect, op=MPI.SUM)
     chosen = registry.select(comm.request("allreduce", x.nbytes, in_place=True))
-    executor.execute(x, x, chosen.plan, op="max")
-    failures += int(np.count_nonzero(x != expect))
+    executor.execute(x, x, chosen.plan)
+    wrong = int(np.count_nonzero(x != expect))
+    failures += wrong
+    if comm.rank == 0:
+        print(f"allreduce {x.nbytes:>8} B in place: plan {chosen.name:<20} {'ok' if not wrong else f'{wrong} wrong'}")
 
     # AllGather of int32: each rank sends n elements, receives n * size.
     mine = (np.arange(256, dtype=np.int32) + 10000 * comm.rank)
@@ -71,7 +74,10 @@ def main():
     executor.execute(mine, gathered, chosen.plan)
     expect = np.empty_like(gathered)
     world.Allgather(mine, expect)
-    failures += int(np.count_nonzero(gathered != expect))
+    wrong = int(np.count_nonzero(gathered != expect))
+    failures += wrong
+    if comm.rank == 0:
+        print(f"allgather {gathered.nbytes:>8} B: plan {chosen.name:<20} {'ok' if not wrong else f'{wrong} wrong'}")
 
     if comm.rank == 0:
         print(registry.explain_text(comm.request("allreduce", 1024)))

@@ -55,7 +55,7 @@ program copy_first(collective = AllGather(n, 1, false)) {
         self.assertIsInstance(cm.exception, RuntimeError)
 
     def test_missing_file_and_bad_define(self):
-        with self.assertRaises(msccl.CompileError) as cm:
+        with self.assertRaises(msccl.FileError) as cm:
             msccl.compile("/nonexistent/x.msccl")
         self.assertIn("x.msccl", str(cm.exception))
         with self.assertRaises(msccl.CompileError) as cm:
@@ -82,7 +82,7 @@ class PlanTest(unittest.TestCase):
         with self.assertRaises(msccl.PlanError) as cm:
             msccl.Plan.from_json(broken)
         self.assertIn("protocol", str(cm.exception))
-        with self.assertRaises(msccl.PlanError):
+        with self.assertRaises(OSError):
             msccl.Plan.load("/nonexistent/plan.json")
 
 
