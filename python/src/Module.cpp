@@ -581,10 +581,16 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
            }, MSCCL_REQUEST_ARGS, "explain() as text, one line per plan.");
 
   // --- Communicator ---
+  // The unique-id bootstrap of the runtime (runtime/Communicator.h) adopted by libmsccl.
   m.def("get_unique_id", [] {
-    msccl::UniqueId id = msccl::Communicator::getUniqueId();
-    return py::bytes(id.internal, sizeof id.internal);
-  }, "A new unique id (bytes) for Communicator.init_rank; make it on one rank and send it to all.");
+    msccl::runtime::UniqueId id;
+    {
+      py::gil_scoped_release release;
+      id = msccl::runtime::Communicator::createUniqueId();
+    }
+    return py::bytes(id.bytes, sizeof id.bytes);
+  }, "A new unique id (128 bytes) for Communicator.init_rank, as ncclGetUniqueId: make it in the process that "
+     "will be rank 0 (it binds rank 0's TCP port on MSCCL_BOOTSTRAP_ADDR, default 127.0.0.1) and send it to all.");
 
   py::class_<PyCommunicator, std::shared_ptr<PyCommunicator>>(m, "Communicator", R"doc(
 The ranks of a job (mirrors mscclpp.Communicator). One process per rank: from_mpi(),
@@ -603,14 +609,16 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
       }, "MPI_COMM_WORLD's communicator (initialises MPI unless mpi4py or another owner did).")
       .def_static("init_rank", [](py::bytes uid, uint32_t worldSize, uint32_t rank, const std::string &backend) {
         std::string s = uid;
-        msccl::UniqueId id;
-        if (s.size() != sizeof id.internal)
-          throw py::value_error("unique id: expected " + std::to_string(sizeof id.internal) + " bytes (from get_unique_id()), got " +
-                                std::to_string(s.size()));
-        std::memcpy(id.internal, s.data(), s.size());
+        msccl::runtime::UniqueId id;
+        if (s.size() != sizeof id.bytes)
+          throw py::value_error("unique id: expected " + std::to_string(sizeof id.bytes) +
+                                " bytes (from get_unique_id()), got " + std::to_string(s.size()));
+        std::memcpy(id.bytes, s.data(), s.size());
+        msccl::Backend b = backendArgument(backend);
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::initRank(id, worldSize, rank, backendArgument(backend));
+        c->comm = msccl::Communicator::adopt(
+            msccl::runtime::Communicator::initFromUniqueId(id, int(rank), int(worldSize)), b);
         return c;
       }, py::arg("unique_id"), py::arg("world_size"), py::arg("rank"), py::kw_only(), py::arg("backend") = "cpu",
          "Join the job of a unique id as `rank` of `world_size` (collective; as ncclCommInitRank).")
