@@ -6,6 +6,12 @@
 // NOT in it: only what they resolve to is) and the text of every file the compilation reads (the
 // main file and each import, driver::compilationSources), so editing an imported stdlib module
 // invalidates every program that imports it while moving a file does not.
+// Looking the key up parses every file (ANTLR dominates a hit's time), so a manifest
+// `<dir>/<manifest key>.manifest`, keyed by the main file's path and text and by everything that
+// decides where imports resolve (params, -I, stdlib directory), records the imports read and the
+// SHA-256 of each: a hit re-hashes those files instead of parsing them (ccache's direct mode).
+// Its one blind spot is ccache's too: a NEW file that would now shadow an import (an earlier
+// search directory) goes unnoticed until the main file or an import changes.
 // An entry is `<dir>/<key>.plan`: one header line "msccl-plan-cache 1 <sha256 of the body>" and
 // the plan JSON; written to a temporary file in the same directory and renamed over the entry
 // (atomic on POSIX), so readers see a whole old or a whole new entry. An entry whose checksum or
@@ -16,6 +22,7 @@
 
 #include "msccl/Version.h"
 #include "msccl/driver/Driver.h"
+#include "msccl/elab/Loader.h"
 #include "msccl/plan/PlanJson.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -108,18 +115,102 @@ std::optional<plan::Plan> readEntry(const std::string &file, bool &corrupt) {
   }
 }
 
-/// Writes an entry atomically; false (nothing left behind) when the directory is not writable.
-bool writeEntry(const std::string &dir, const std::string &file, const plan::Plan &p) {
+std::string readText(const std::string &path, bool &ok) {
+  std::ifstream f(path, std::ios::binary);
+  ok = bool(f);
+  return ok ? std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()) : std::string();
+}
+
+std::string absolute(const std::string &path) {
+  llvm::SmallString<256> p(path);
+  llvm::sys::fs::make_absolute(p);
+  llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+  return std::string(p);
+}
+
+/// The fast path's key: everything that decides which files an import resolves to (options,
+/// search path, the main file's place) and the main file's text, without parsing anything.
+/// nullopt when the main file cannot be read (the compile reports that).
+std::optional<std::string> manifestKey(const std::string &input, const std::string *text, const CompileParams &p,
+                                       const driver::MscclcOptions &mo, const std::string &version,
+                                       std::string &mainPath) {
+  std::string stdlib = mo.stdlibDir.empty() ? elab::defaultStdlibDir() : mo.stdlibDir;
+  std::string mainText;
+  if (text) {
+    llvm::SmallString<256> cwd;
+    llvm::sys::fs::current_path(cwd);
+    mainPath = "<stdin>";
+    mainText = *text;
+    stdlib += "\n" + std::string(cwd); // relative imports of text resolve from here
+  } else {
+    std::string file = input;
+    if (llvm::StringRef(input).startswith("stdlib:"))
+      file = stdlib + "/" + input.substr(7) + ".msccl";
+    bool ok = false;
+    mainText = readText(file, ok);
+    if (!ok)
+      return std::nullopt;
+    mainPath = absolute(file);
+  }
+  std::string k = "msccl-plan-cache-manifest 1\n";
+  appendField(k, "version", version);
+  for (auto &[n, v] : p.defines)
+    appendField(k, "define", n + "=" + v);
+  for (auto &[n, v] : p.options)
+    appendField(k, "option", n + "=" + v);
+  appendField(k, "noVerify", p.noVerify ? "1" : "0");
+  for (auto &d : p.includeDirs)
+    appendField(k, "include", absolute(d));
+  appendField(k, "stdlib", stdlib);
+  appendField(k, "main", mainPath);
+  appendField(k, "text", mainText);
+  return sha256Hex(k);
+}
+
+/// A manifest: the entry key and the imports (absolute path, SHA-256 of the text) it was made
+/// from. Returns the key when every import still has its recorded text.
+std::optional<std::string> checkManifest(const std::string &file, std::vector<std::string> &imports) {
+  bool ok = false;
+  std::string text = readText(file, ok);
+  if (!ok)
+    return std::nullopt;
+  std::istringstream in(text);
+  std::string line;
+  const std::string head = "msccl-plan-cache-manifest 1 ";
+  if (!std::getline(in, line) || line.compare(0, head.size(), head) != 0 || line.size() != head.size() + 64)
+    return std::nullopt;
+  std::string key = line.substr(head.size());
+  bool complete = false;
+  while (std::getline(in, line)) {
+    if (line == "end") {
+      complete = true;
+      break;
+    }
+    if (line.size() < 66 || line[64] != ' ')
+      return std::nullopt;
+    std::string path = line.substr(65);
+    bool readable = false;
+    std::string contents = readText(path, readable);
+    if (!readable || sha256Hex(contents) != line.substr(0, 64))
+      return std::nullopt;
+    imports.push_back(path);
+  }
+  if (!complete)
+    return std::nullopt;
+  return key;
+}
+
+/// Writes a file atomically (temporary + rename); false when that fails.
+bool writeAtomically(const std::string &dir, const std::string &file, const std::string &contents) {
   if (llvm::sys::fs::create_directories(dir))
     return false;
   static std::atomic<unsigned> counter{0};
   std::string tmp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  std::string body = plan::writePlan(p, -1);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f)
       return false;
-    f << kHeader << sha256Hex(body) << '\n' << body;
+    f << contents;
     f.close();
     if (!f) {
       std::remove(tmp.c_str());
@@ -139,16 +230,39 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
   CompileInfo &ci = info ? *info : local;
   ci = CompileInfo();
   driver::MscclcOptions mo = toOptions(text ? "-" : input, params);
-  std::string key, file, dir;
+  const std::string version =
+      params.compilerVersionOverride.empty() ? compilerVersion() : params.compilerVersionOverride;
+  std::string key, file, dir, mkey;
   if (params.useCache) {
+    dir = params.cacheDir.empty() ? defaultCacheDir() : params.cacheDir;
+    // Fast path (no parse): the manifest of the main file's text says which imports it read last
+    // time; when they still have their recorded text, the entry's key is the recorded one.
+    std::string mainPath;
+    if (auto mk = manifestKey(input, text, params, mo, version, mainPath)) {
+      mkey = *mk;
+      std::vector<std::string> imports;
+      if (auto k = checkManifest(dir + "/" + mkey + ".manifest", imports)) {
+        bool corrupt = false;
+        std::string f = dir + "/" + *k + ".plan";
+        if (auto p = readEntry(f, corrupt)) {
+          ci.cacheHit = true;
+          ci.key = *k;
+          ci.cacheFile = f;
+          ci.sources.push_back(mainPath);
+          ci.sources.insert(ci.sources.end(), imports.begin(), imports.end());
+          return std::make_shared<const plan::Plan>(std::move(*p));
+        }
+        ci.cacheRepaired = corrupt;
+      }
+    }
+    // Full path: load (parse) the program and its imports; the key covers all their texts.
     std::string errors;
     llvm::raw_string_ostream es(errors);
     std::istringstream in(text ? *text : std::string());
     auto sources = driver::compilationSources(mo, in, es);
     if (sources) {
       std::string k = "msccl-plan-cache-key 1\n";
-      appendField(k, "version", params.compilerVersionOverride.empty() ? compilerVersion()
-                                                                       : params.compilerVersionOverride);
+      appendField(k, "version", version);
       for (auto &[n, v] : params.defines)
         appendField(k, "define", n + "=" + v);
       for (auto &[n, v] : params.options)
@@ -159,16 +273,38 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
         appendField(k, "source", contents);
       }
       key = sha256Hex(k);
-      dir = params.cacheDir.empty() ? defaultCacheDir() : params.cacheDir;
       file = dir + "/" + key + ".plan";
       ci.key = key;
       bool corrupt = false;
-      if (auto p = readEntry(file, corrupt)) {
+      std::optional<plan::Plan> p = readEntry(file, corrupt);
+      ci.cacheRepaired |= corrupt;
+      PlanPtr plan;
+      if (p) {
         ci.cacheHit = true;
         ci.cacheFile = file;
-        return std::make_shared<const plan::Plan>(std::move(*p));
+        plan = std::make_shared<const plan::Plan>(std::move(*p));
+      } else {
+        std::string cerrors;
+        llvm::raw_string_ostream ces(cerrors);
+        std::istringstream cin(text ? *text : std::string());
+        std::optional<plan::Plan> compiled = driver::compilePlan(mo, cin, ces);
+        ces.flush();
+        if (!compiled)
+          throw Error(ErrorCode::CompileError,
+                      "cannot compile " + (text ? std::string("the program text") : input) + ":\n" + cerrors);
+        plan = std::make_shared<const plan::Plan>(std::move(*compiled));
+        std::string body = plan::writePlan(*plan, -1);
+        if (writeAtomically(dir, file, kHeader + sha256Hex(body) + "\n" + body))
+          ci.cacheFile = file;
       }
-      ci.cacheRepaired = corrupt;
+      if (!mkey.empty() && !ci.cacheFile.empty()) {
+        std::string manifest = "msccl-plan-cache-manifest 1 " + key + "\n";
+        for (size_t i = 1; i < sources->size(); ++i) // [0] is the main file, keyed by mkey itself
+          manifest += sha256Hex((*sources)[i].second) + " " + absolute((*sources)[i].first) + "\n";
+        manifest += "end\n";
+        writeAtomically(dir, dir + "/" + mkey + ".manifest", manifest);
+      }
+      return plan;
     }
     // Sources that do not load: the compile below reports why.
   }
@@ -184,10 +320,7 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
       code = ErrorCode::System;
     throw Error(code, "cannot compile " + what + ":\n" + errors);
   }
-  auto plan = std::make_shared<const plan::Plan>(std::move(*p));
-  if (!key.empty() && writeEntry(dir, file, *plan))
-    ci.cacheFile = file;
-  return plan;
+  return std::make_shared<const plan::Plan>(std::move(*p));
 }
 
 } // namespace

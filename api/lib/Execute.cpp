@@ -233,6 +233,17 @@ runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t r
   return *ms;
 }
 
+/// The plan's ops may fix the reduction (`reduce_op`); a call asking for another one is refused
+/// (as msccl-run refuses it), not silently run with the plan's.
+void checkReduceOp(const plan::Plan &p, plan::ReduceOp redop) {
+  bool conflict = false;
+  std::optional<plan::ReduceOp> fixed = runtime::planReduceOp(p, &conflict);
+  if (fixed && *fixed != redop)
+    throw Error(ErrorCode::Unsupported, "the plan's reduce ops fix reduce_op `" +
+                                            std::string(plan::reduceOpName(*fixed)) + "`; the call asks for `" +
+                                            std::string(plan::reduceOpName(redop)) + "`");
+}
+
 /// In place by the nccl-tests conventions of the plan's collective (Executor.h RankBuffers).
 bool isInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
   auto *s = static_cast<const uint8_t *>(a.send);
@@ -257,6 +268,7 @@ struct Executor::Impl {
   uint64_t generation = 0;
   ErrorCode roundCode = ErrorCode::Ok;
   std::string roundMessage;
+  std::string missingRanks; ///< Ranks absent when the first rank of an abandoned round gave up.
   std::unique_ptr<runtime::Executor> backend;
 
 #ifdef MSCCL_HAVE_MPI
@@ -290,6 +302,7 @@ struct Executor::Impl {
       throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
     checkSizes(p, a0.sendBytes, a0.recvBytes);
+    checkReduceOp(p, a0.redop);
     if (!backend)
       backend = runtime::createExecutor(backendName(comm.backend()));
     runtime::ExecuteRequest req;
@@ -333,12 +346,14 @@ struct Executor::Impl {
     } else {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
       if (!cv.wait_until(lk, deadline, [&] { return generation != mine; })) {
-        std::string missing;
-        for (uint32_t r = 0; r < slots.size(); ++r)
-          if (!slots[r])
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (missingRanks.empty())
+          for (uint32_t r = 0; r < slots.size(); ++r)
+            if (!slots[r])
+              missingRanks += (missingRanks.empty() ? "" : ", ") + std::to_string(r);
+        std::string missing = missingRanks;
         slots[rank].reset();
-        --arrived;
+        if (--arrived == 0)
+          missingRanks.clear();
         throw Error(ErrorCode::Misuse, "rank " + std::to_string(rank) + " waited " + std::to_string(timeout) +
                                            " s for the other ranks to call execute; missing: rank(s) " + missing);
       }
@@ -358,6 +373,7 @@ struct Executor::Impl {
       throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
     runtime::MessageSizes ms = checkSizes(p, a.sendBytes, a.recvBytes);
+    checkReduceOp(p, a.redop);
     const bool inPlace = isInPlace(p, uint32_t(rank), a);
     const uint64_t S = std::max<uint64_t>(a.sendBytes, a.recvBytes);
     auto key = std::make_tuple(a.plan, ms.inputBytes, ms.outputBytes, inPlace, a.dtype, a.redop);

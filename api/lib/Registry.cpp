@@ -1,9 +1,11 @@
 //===- Registry.cpp - PlanRegistry: register, select by rule or selector, explain --------===//
 //
 // Consumes plans with PlanInfo; produces, per SelectRequest, the chosen plan and one reason per
-// registered plan. One function, judge(), decides whether a plan passes the hard filters and
-// why not, so select() and explain() cannot disagree: select = judge every plan, then rank the
-// eligible ones (preferred tags, narrowest range, registration order) or ask the selector.
+// registered plan. judge() decides whether a plan passes the hard filters and says why not;
+// eligible() tests the same conditions without building text (select()'s per-call path; the
+// api.registry test checks that select() and explain() agree on every request it makes).
+// Then the eligible plans are ranked (preferred tags, narrowest range, registration order) or
+// the selector chooses.
 // The ranks-per-node default is derived from the plan: the rank pairs its memory and switch
 // channels join (loads and stores) must share a node.
 //
@@ -13,6 +15,7 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Resolve.h"
 
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 
@@ -48,12 +51,6 @@ const char *inPlaceText(InPlace p) {
   return "?";
 }
 
-std::string lower(std::string s) {
-  for (char &c : s)
-    c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool hasTag(const RegisteredPlan &p, const std::string &t) {
   return std::find(p.info.tags.begin(), p.info.tags.end(), t) != p.info.tags.end();
 }
@@ -67,10 +64,28 @@ size_t preferredCount(const RegisteredPlan &p, const SelectRequest &r) {
 
 uint64_t rangeWidth(const RegisteredPlan &p) { return *p.info.maxBytes - *p.info.minBytes; }
 
-/// Hard filters: empty when the plan is eligible, else why not.
+/// The hard filters without building a reason (the per-call path of select()).
+bool eligible(const RegisteredPlan &p, const SelectRequest &r) {
+  const PlanInfo &i = p.info;
+  if (i.worldSize != r.worldSize || !llvm::StringRef(i.collective).equals_insensitive(r.collective))
+    return false;
+  if (r.messageBytes < *i.minBytes || r.messageBytes > *i.maxBytes)
+    return false;
+  if ((r.inPlace && *i.inPlace == InPlace::OutOfPlace) || (!r.inPlace && *i.inPlace == InPlace::InPlace))
+    return false;
+  uint32_t rpn = r.ranksPerNode ? r.ranksPerNode : r.worldSize;
+  if (i.ranksPerNode ? i.ranksPerNode != rpn : !p.fitsRanksPerNode(rpn))
+    return false;
+  for (auto &t : r.requiredTags)
+    if (!hasTag(p, t))
+      return false;
+  return true;
+}
+
+/// Hard filters: empty when the plan is eligible, else why not (the same tests as eligible()).
 std::string judge(const RegisteredPlan &p, const SelectRequest &r) {
   const PlanInfo &i = p.info;
-  if (lower(i.collective) != lower(r.collective))
+  if (!llvm::StringRef(i.collective).equals_insensitive(r.collective))
     return "collective is " + i.collective + ", not " + r.collective;
   if (i.worldSize != r.worldSize)
     return "world size is " + std::to_string(i.worldSize) + ", not " + std::to_string(r.worldSize);
@@ -169,8 +184,8 @@ struct PlanRegistry::Impl {
                                    });
       j.chooseReason = "chosen";
       if (j.candidates.size() > 1)
-        j.chooseReason += " (" + std::to_string(preferredCount(*j.chosen, r)) + " preferred tag(s), range width " +
-                          bytesText(rangeWidth(*j.chosen)) + ")";
+        j.chooseReason += " (" + std::to_string(preferredCount(*j.chosen, r)) + " preferred tag(s), range [" +
+                          bytesText(*j.chosen->info.minBytes) + ", " + bytesText(*j.chosen->info.maxBytes) + "])";
     }
     for (auto &e : j.all) {
       if (!e.eligible) {
@@ -336,7 +351,7 @@ const RegisteredPlan *PlanRegistry::select(const SelectRequest &request) const {
     const RegisteredPlan *best = nullptr;
     size_t bestPref = 0;
     for (auto &p : impl_->plans) {
-      if (!judge(*p, request).empty())
+      if (!eligible(*p, request))
         continue;
       size_t pref = preferredCount(*p, request);
       if (!best || pref > bestPref || (pref == bestPref && rangeWidth(*p) < rangeWidth(*best))) {

@@ -21,6 +21,12 @@ SelectRequest req(const std::string &coll, uint32_t n, uint64_t bytes, bool inPl
   return r;
 }
 
+PlanInfo named(const std::string &name) {
+  PlanInfo i;
+  i.name = name;
+  return i;
+}
+
 const Explanation &entry(const std::vector<Explanation> &ex, const std::string &name) {
   for (auto &e : ex)
     if (e.plan->info.name == name)
@@ -78,9 +84,9 @@ TEST_CASE("registration errors", "[registry]") {
 
 TEST_CASE("world size and collective", "[registry]") {
   PlanRegistry reg;
-  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}}), {"ring4"});
-  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "8"}, {"inplace", "false"}}), {"ring8"});
-  reg.add(stdlibPlan("allgather/ring", {{"ranks", "8"}, {"inplace", "false"}}), {"ag8"});
+  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}}), named("ring4"));
+  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "8"}, {"inplace", "false"}}), named("ring8"));
+  reg.add(stdlibPlan("allgather/ring", {{"ranks", "8"}, {"inplace", "false"}}), named("ag8"));
   REQUIRE(reg.select(req("allreduce", 8, 1 << 20)) != nullptr);
   CHECK(reg.select(req("allreduce", 8, 1 << 20))->info.name == "ring8");
   CHECK(reg.select(req("allreduce", 4, 1 << 20))->info.name == "ring4");
@@ -102,9 +108,9 @@ TEST_CASE("world size and collective", "[registry]") {
 
 TEST_CASE("ranks per node: derived from the plan's channels, or registered", "[registry]") {
   PlanRegistry reg;
-  reg.add(stdlibPlan("allreduce/allpairs", {{"ranks", "4"}, {"inplace", "false"}}), {"allpairs"});
+  reg.add(stdlibPlan("allreduce/allpairs", {{"ranks", "4"}, {"inplace", "false"}}), named("allpairs"));
   reg.add(stdlibPlan("allreduce/hierarchical", {{"ranks", "4"}, {"ranks_per_node", "2"}, {"inplace", "false"}}),
-          {"hier"});
+          named("hier"));
   // Two nodes of two: allpairs' memory channels would cross nodes.
   const RegisteredPlan *two = reg.select(req("allreduce", 4, 1 << 20, false, 2));
   REQUIRE(two);
@@ -127,8 +133,8 @@ TEST_CASE("ranks per node: derived from the plan's channels, or registered", "[r
 
 TEST_CASE("in-place compatibility", "[registry]") {
   PlanRegistry reg;
-  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "true"}}), {"inpl"});
-  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}}), {"outpl"});
+  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "true"}}), named("inpl"));
+  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}}), named("outpl"));
   CHECK(reg.select(req("allreduce", 4, 4096, true))->info.name == "inpl");
   CHECK(reg.select(req("allreduce", 4, 4096, false))->info.name == "outpl");
   auto ex = reg.explain(req("allreduce", 4, 4096, true));
@@ -145,7 +151,7 @@ TEST_CASE("in-place compatibility", "[registry]") {
 TEST_CASE("message-size ranges: inside the range, then the narrowest", "[registry]") {
   PlanRegistry reg;
   PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
-  PlanInfo small{"small"}, large{"large"}, any{"any"};
+  PlanInfo small = named("small"), large = named("large"), any = named("any");
   small.minBytes = 0;
   small.maxBytes = 64 * 1024;
   large.minBytes = 64 * 1024 + 1;
@@ -173,7 +179,7 @@ TEST_CASE("message-size ranges: inside the range, then the narrowest", "[registr
 TEST_CASE("tags: required filter, preferred rank before range", "[registry]") {
   PlanRegistry reg;
   PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
-  PlanInfo a{"a"}, b{"b"}, c{"c"};
+  PlanInfo a = named("a"), b = named("b"), c = named("c");
   a.tags = {"nvls"};
   a.maxBytes = 1 << 20;
   b.tags = {"low-latency", "v2"};
@@ -195,9 +201,9 @@ TEST_CASE("tags: required filter, preferred rank before range", "[registry]") {
 TEST_CASE("a user selector chooses among the eligible plans", "[registry]") {
   PlanRegistry reg;
   PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
-  reg.add(ring, {"first"});
-  reg.add(ring, {"second"});
-  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "8"}, {"inplace", "false"}}), {"eight"});
+  reg.add(ring, named("first"));
+  reg.add(ring, named("second"));
+  reg.add(stdlibPlan("allreduce/ring", {{"ranks", "8"}, {"inplace", "false"}}), named("eight"));
   std::vector<std::string> seen;
   reg.setSelector([&](const SelectRequest &r, const std::vector<const RegisteredPlan *> &cands) {
     seen.clear();
@@ -250,4 +256,45 @@ TEST_CASE("files and directories: plans and programs", "[registry]") {
     CHECK_THAT(e.what(), Catch::Contains("d_broken.json"));
   }
   CHECK_THROWS_AS(reg2.addDirectory(dir.file("missing"), p), Error);
+}
+
+TEST_CASE("select() and explain() agree", "[registry]") {
+  PlanRegistry reg;
+  PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
+  PlanPtr ringIn = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "true"}});
+  reg.add(stdlibPlan("allreduce/allpairs", {{"ranks", "4"}, {"inplace", "false"}}), named("allpairs"));
+  reg.add(stdlibPlan("allreduce/hierarchical", {{"ranks", "4"}, {"ranks_per_node", "2"}, {"inplace", "false"}}),
+          named("hier"));
+  PlanInfo small = named("small"), tagged = named("tagged"), in = named("in");
+  small.maxBytes = 4096;
+  tagged.tags = {"t"};
+  tagged.minBytes = 1024;
+  in.maxBytes = 1 << 16;
+  reg.add(ring, small);
+  reg.add(ring, tagged);
+  reg.add(ringIn, in);
+  size_t requests = 0, chosenSome = 0;
+  for (const char *coll : {"allreduce", "AllReduce", "allgather"})
+    for (uint32_t rpn : {0u, 1u, 2u, 4u})
+      for (uint64_t bytes : {uint64_t(0), uint64_t(1024), uint64_t(4096), uint64_t(4097), uint64_t(1) << 20})
+        for (bool inPlace : {false, true})
+          for (int tags = 0; tags < 3; ++tags) {
+            SelectRequest r = req(coll, 4, bytes, inPlace, rpn);
+            if (tags == 1)
+              r.preferredTags = {"t"};
+            if (tags == 2)
+              r.requiredTags = {"t"};
+            const RegisteredPlan *s = reg.select(r);
+            const RegisteredPlan *e = nullptr;
+            for (auto &x : reg.explain(r))
+              if (x.chosen)
+                e = x.plan;
+            INFO(reg.explainText(r));
+            REQUIRE(s == e);
+            ++requests;
+            chosenSome += s != nullptr;
+          }
+  CHECK(requests == 360);
+  CHECK(chosenSome > 50);
+  CHECK(chosenSome < requests);
 }

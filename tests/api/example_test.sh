@@ -10,8 +10,9 @@ prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S "$example" -B "$tmp/example" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/example" >/dev/null
-ldd "$tmp/example/msccl_allreduce_example" | grep -q "$prefix/lib.*/libmsccl.so" ||
-  { echo "FAIL: the example does not load the installed libmsccl.so"; ldd "$tmp/example/msccl_allreduce_example"; exit 1; }
+libs=$(ldd "$tmp/example/msccl_allreduce_example")
+grep -q "$prefix/lib.*/libmsccl.so" <<<"$libs" ||
+  { echo "FAIL: the example does not load the installed libmsccl.so"; echo "$libs"; exit 1; }
 unset MSCCL_STDLIB_PATH
 export MSCCL_CACHE_DIR=$tmp/cache
 for run in 1 2; do

@@ -12,12 +12,13 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/mscclc bin/msccl-run bin/plan-diff bin/msccl-lsp include/msccl/plan/Plan.h include/msccl/plan/PlanEnums.def \
-         include/msccl/runtime/CpuExecutor.h include/msccl/driver/Driver.h lib/cmake/msccl/mscclConfig.cmake \
+         include/msccl/runtime/CpuExecutor.h include/msccl/driver/Driver.h include/msccl/msccl.hpp include/msccl/msccl.h lib/cmake/msccl/mscclConfig.cmake \
          lib/cmake/msccl/mscclConfigVersion.cmake lib/cmake/msccl/mscclTargets.cmake \
          share/msccl/stdlib/allreduce/ring.msccl share/doc/msccl/README.md; do
   [[ -e $prefix/$f ]] || { echo "FAIL: $f is not installed"; exit 1; }
 done
 ls "$prefix"/lib*/libmsccl_plan.a >/dev/null || { echo "FAIL: libmsccl_plan.a is not installed"; exit 1; }
+ls "$prefix"/lib*/libmsccl.so >/dev/null || { echo "FAIL: libmsccl.so is not installed"; exit 1; }
 echo "ok: installed layout"
 
 # The stdlib beside the installed tool: the probe exists only there.

@@ -267,6 +267,7 @@ public:
   static std::shared_ptr<Communicator> mpi(int *argc = nullptr, char ***argv = nullptr);
   /// One process per rank from a unique id made by getUniqueId() on one rank and passed to all
   /// (as ncclGetUniqueId / ncclCommInitRank). Collective over the `worldSize` processes.
+  /// Throws Error(Unsupported) in a build without the unique-id bootstrap.
   static UniqueId getUniqueId();
   static std::shared_ptr<Communicator> initRank(const UniqueId &id, uint32_t worldSize, uint32_t rank,
                                                 Backend backend = Backend::Cpu);
