@@ -173,13 +173,44 @@ std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
 #endif
 }
 
+// The unique-id bootstrap (runtime/Communicator.h: ZeroMQ rendezvous, POSIX shared memory).
+#ifdef MSCCL_HAVE_MPI
 UniqueId Communicator::getUniqueId() {
-  throw Error(ErrorCode::Unsupported, "the unique-id bootstrap is not part of this build");
+  try {
+    runtime::UniqueId rid = runtime::Communicator::createUniqueId();
+    UniqueId id;
+    static_assert(sizeof id.internal == sizeof rid.bytes, "both ids are 128 bytes");
+    std::memcpy(id.internal, rid.bytes, sizeof id.internal);
+    return id;
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Communicator::getUniqueId");
+  }
 }
 
-std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &, uint32_t, uint32_t, Backend) {
-  throw Error(ErrorCode::Unsupported, "the unique-id bootstrap is not part of this build");
+std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &id, uint32_t worldSize, uint32_t rank,
+                                                     Backend backend) {
+  std::unique_ptr<runtime::Communicator> rt;
+  try {
+    runtime::UniqueId rid;
+    std::memcpy(rid.bytes, id.internal, sizeof rid.bytes);
+    rt = runtime::Communicator::initFromUniqueId(rid, int(rank), int(worldSize));
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Communicator::initRank");
+  }
+  return adopt(std::move(rt), backend);
 }
+#else
+UniqueId Communicator::getUniqueId() {
+  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+}
+std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &, uint32_t, uint32_t, Backend) {
+  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+}
+#endif
 
 uint32_t Communicator::worldSize() const { return impl_->worldSize; }
 uint32_t Communicator::ranksPerNode() const { return impl_->ranksPerNode; }

@@ -7,7 +7,8 @@
 //     unique-id bootstrap) and, alongside, the real NCCL's communicator from the real id, so
 //     any later call can fall back (also point-to-point calls, which only some ranks make);
 //   * the registry (msccl.hpp's PlanRegistry) is filled once per process at the first init from
-//     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache);
+//     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache
+//     with the -D values of MSCCL_PLANS_DEFINES="ranks=8,inplace=false");
 //   * each collective asks the registry for a plan for (collective, world size, ranks per node,
 //     bytes, in-place) and runs it with Executor::execute, or forwards the call unchanged to the
 //     real NCCL's communicator; Send/Recv, Gather/Scatter and every other function forward;
@@ -74,7 +75,8 @@ struct Comm {
   uint64_t magic = kCommMagic;
   ncclComm_t real = nullptr;                      // the real NCCL's communicator (may be null)
   std::shared_ptr<msccl::Communicator> comm;      // null: forward-only (ncclCommInitAll, split)
-  std::unique_ptr<msccl::Executor> executor;
+  std::unique_ptr<msccl::Executor> executor;      // null: no plan runs here (noPlansWhy)
+  std::string noPlansWhy;
   int rank = 0, size = 1, ranksPerNode = 0, device = 0;
   std::string lastError;
 };
@@ -143,7 +145,23 @@ std::shared_ptr<msccl::PlanRegistry> registry(std::string &error) {
     const char *dir = std::getenv("MSCCL_PLANS");
     if (dir && *dir) {
       try {
-        size_t n = gRegistry->addDirectory(dir);
+        // .msccl programs compile (through the cache) with MSCCL_PLANS_DEFINES="NAME=VALUE,...".
+        msccl::CompileParams params;
+        if (const char *d = std::getenv("MSCCL_PLANS_DEFINES"); d && *d) {
+          std::string all = d;
+          for (size_t pos = 0; pos <= all.size();) {
+            size_t comma = all.find(',', pos);
+            std::string item = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+            size_t eq = item.find('=');
+            if (eq == std::string::npos || eq == 0)
+              throw std::runtime_error("MSCCL_PLANS_DEFINES: '" + item + "' is not NAME=VALUE");
+            params.defines.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+            if (comma == std::string::npos)
+              break;
+            pos = comma + 1;
+          }
+        }
+        size_t n = gRegistry->addDirectory(dir, params);
         if (infoLogging())
           logLine("%zu plan(s) registered from %s (MSCCL_PLANS)", n, dir);
       } catch (const std::exception &e) {
@@ -169,6 +187,12 @@ bool dataType(ncclDataType_t t, msccl::plan::DataType &out, size_t &bytes) {
   case ncclBfloat16: out = DataType::BFloat16, bytes = 2; return true;
   default: return false;
   }
+}
+
+/// Bytes of one element of any NCCL type (0 for an unknown one).
+size_t elementBytes(ncclDataType_t t) {
+  static const size_t bytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return unsigned(t) < sizeof bytes / sizeof *bytes ? bytes[t] : 0;
 }
 
 const char *typeName(ncclDataType_t t) {
@@ -207,6 +231,10 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     why = "this communicator was made by NCCL alone (ncclCommInitAll / split)";
     return false;
   }
+  if (!c.executor) {
+    why = c.noPlansWhy;
+    return false;
+  }
   msccl::plan::DataType dt;
   size_t es = 0;
   if (!dataType(call.type, dt, es)) {
@@ -237,10 +265,17 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     return false;
   }
   if (!plan) {
-    std::string text = reg->explainText(req);
-    for (char &ch : text)
-      if (ch == '\n')
-        ch = ';';
+    // explain() on one line: its lines joined by "; ", runs of blanks squeezed.
+    std::string text;
+    for (char ch : reg->explainText(req)) {
+      if (ch == '\n') {
+        while (!text.empty() && text.back() == ' ')
+          text.pop_back();
+        text += "; ";
+      } else if (!(ch == ' ' && !text.empty() && text.back() == ' ')) {
+        text += ch;
+      }
+    }
     while (!text.empty() && (text.back() == ';' || text.back() == ' '))
       text.pop_back();
     why = "no plan: " + text;
@@ -250,8 +285,10 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     c.executor->execute(c.rank, call.send, call.recv, call.sendBytes, call.recvBytes, dt, ro, plan->plan,
                         reinterpret_cast<void *>(call.stream));
   } catch (const msccl::Error &e) {
-    if (e.code() == msccl::ErrorCode::Unsupported) { // e.g. the CUDA backend in a build without it
-      why = std::string("plan ") + plan->info.name + " cannot run here: " + e.what();
+    // A size the plan's chunking cannot split, or a backend this build lacks: every rank finds
+    // the same before running anything, so the call can still go to NCCL.
+    if (e.code() == msccl::ErrorCode::Unsupported || e.code() == msccl::ErrorCode::InvalidSize) {
+      why = std::string("plan ") + plan->info.name + " cannot run this call: " + e.what();
       return false;
     }
     rc = failWith(&c, e.code() == msccl::ErrorCode::InvalidArgument ? ncclInvalidArgument : ncclInternalError,
@@ -302,10 +339,10 @@ std::vector<std::pair<std::string, ncclUniqueId>> gRealIds;
 MSCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
   if (!uniqueId)
     return failWith(nullptr, ncclInvalidArgument, "ncclGetUniqueId: uniqueId is null");
-  static_assert(sizeof(ncclUniqueId) == sizeof(msccl::runtime::UniqueId), "ids are both 128 bytes");
-  msccl::runtime::UniqueId id;
+  static_assert(sizeof(ncclUniqueId) == sizeof(msccl::UniqueId), "ids are both 128 bytes");
+  msccl::UniqueId id;
   try {
-    id = msccl::runtime::Communicator::createUniqueId();
+    id = msccl::Communicator::getUniqueId();
   } catch (const std::exception &e) {
     return failWith(nullptr, ncclSystemError, std::string("ncclGetUniqueId: ") + e.what());
   }
@@ -313,10 +350,10 @@ MSCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
     ncclUniqueId realId;
     if (f(&realId) == ncclSuccess) {
       std::lock_guard<std::mutex> lock(gIdsMu);
-      gRealIds.emplace_back(std::string(id.bytes, sizeof id.bytes), realId);
+      gRealIds.emplace_back(std::string(id.internal, sizeof id.internal), realId);
     }
   }
-  std::memcpy(uniqueId->internal, id.bytes, sizeof id.bytes);
+  std::memcpy(uniqueId->internal, id.internal, sizeof id.internal);
   return ncclSuccess;
 }
 
@@ -335,10 +372,12 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
   c->rank = rank;
   c->size = nranks;
   try {
-    msccl::runtime::UniqueId id;
-    std::memcpy(id.bytes, commId.internal, sizeof id.bytes);
-    auto rt = msccl::runtime::Communicator::initFromUniqueId(id, rank, nranks);
-    c->ranksPerNode = int(rt->nodeRanks().size());
+    msccl::UniqueId id;
+    std::memcpy(id.internal, commId.internal, sizeof id.internal);
+    // The bootstrap and exchange run on the host whatever the backend.
+    c->comm = msccl::Communicator::initRank(id, uint32_t(nranks), uint32_t(rank), msccl::Backend::Cpu);
+    msccl::runtime::Communicator *rt = c->comm->runtimeCommunicator();
+    c->ranksPerNode = int(c->comm->ranksPerNode());
     // The real NCCL's id travels from rank 0 over our communicator (every rank takes part,
     // whether or not the real NCCL loaded here).
     struct RealId {
@@ -356,9 +395,11 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
     auto all = rt->allGather(&mine, sizeof mine);
     RealId root;
     std::memcpy(&root, all[0].data(), sizeof root);
-    c->comm = msccl::Communicator::adopt(std::move(rt), backend == Backend::Cpu ? msccl::Backend::Cpu
-                                                                                : msccl::Backend::Cuda);
-    c->executor = std::make_unique<msccl::Executor>(c->comm);
+    if (backend == Backend::Cpu)
+      c->executor = std::make_unique<msccl::Executor>(c->comm);
+    else
+      c->noPlansWhy = "the CUDA backend with one process per rank is not in this build of libmsccl "
+                      "(MSCCL_BACKEND=cpu runs plans on host buffers)";
     if (root.have) {
       using InitConfig = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
       using Init = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int);
@@ -367,10 +408,10 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
         rc = f(&c->real, nranks, root.id, rank, config);
       else if (auto g = realFn<Init>("ncclCommInitRank"))
         rc = g(&c->real, nranks, root.id, rank);
-      if (rc != ncclSuccess) {
+      if (rc != ncclSuccess) { // e.g. a real NCCL on a machine without a GPU: plans still run
         c->real = nullptr;
-        return failWith(nullptr, rc, "ncclCommInitRank: the real NCCL's ncclCommInitRank failed (" +
-                                         std::to_string(int(rc)) + ")");
+        std::fprintf(stderr, "MSCCL WARN rank %d: the real NCCL's ncclCommInitRank failed (%d): no fallback\n", rank,
+                     int(rc));
       }
     }
   } catch (const std::exception &e) {
@@ -523,9 +564,7 @@ template <class Sig> Sig real(const char *name) { return realFn<Sig>(name); }
 
 MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
   Call call{"ncclAllReduce", "allreduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
             datatype, true, op, stream};
@@ -537,9 +576,7 @@ MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, si
 MSCCL_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   Comm *c = ours(comm);
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, in = sendcount * es;
   bool inPlace = static_cast<const char *>(sendbuff) == static_cast<const char *>(recvbuff) + rank * in;
   Call call{"ncclAllGather", "allgather", sendbuff, recvbuff, in, in * n, in * n, inPlace, datatype, false, ncclSum,
@@ -553,9 +590,7 @@ MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
   Comm *c = ours(comm);
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, out = recvcount * es;
   bool inPlace = static_cast<const char *>(recvbuff) == static_cast<const char *>(sendbuff) + rank * out;
   Call call{"ncclReduceScatter", "reducescatter", sendbuff, recvbuff, out * n, out, out * n, inPlace, datatype, true,
@@ -569,9 +604,7 @@ MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff
 MSCCL_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclComm_t comm, cudaStream_t stream) {
   Comm *c = ours(comm);
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t bytes = count * es * (c ? size_t(c->size) : 1);
   Call call{"ncclAlltoAll", "alltoall", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype,
             false, ncclSum, stream};
@@ -582,9 +615,7 @@ MSCCL_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, siz
 
 MSCCL_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
   Call call{"ncclBroadcast", root == 0 ? "broadcast" : "broadcast-from-nonzero-root", sendbuff, recvbuff, bytes,
             bytes, bytes, sendbuff == recvbuff, datatype, false, ncclSum, stream};
@@ -600,9 +631,7 @@ MSCCL_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t dat
 
 MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  size_t es = 0;
-  msccl::plan::DataType dt;
-  dataType(datatype, dt, es);
+  const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
   Call call{"ncclReduce", root == 0 ? "reduce" : "reduce-to-nonzero-root", sendbuff, recvbuff, bytes, bytes, bytes,
             sendbuff == recvbuff, datatype, true, op, stream};
@@ -620,8 +649,12 @@ template <class F, class... A> ncclResult_t forward(const char *name, Comm *c, A
     return noRealNccl(c, name, "not planned");
   if (c && !c->real)
     return noRealNccl(c, name, "not planned");
-  if (infoLogging())
-    logLine("rank %d: %s: NCCL (not planned)", c ? c->rank : -1, name);
+  if (infoLogging()) {
+    if (c)
+      logLine("rank %d: %s: NCCL (not planned)", c->rank, name);
+    else
+      logLine("%s: NCCL (not planned)", name);
+  }
   return f(args...);
 }
 } // namespace

@@ -9,7 +9,7 @@ each planned call and a reason for each fallback, the planned calls never reache
 every unplanned call reached it with its arguments (each "expect:" line of the client is in the
 stand-in's log), and every rank's NCCL communicator was made from the one id rank 0 got from
 the stand-in."""
-import argparse, os, re, subprocess, sys, tempfile
+import argparse, os, re, shutil, subprocess, sys, tempfile
 
 def main():
     ap = argparse.ArgumentParser()
@@ -18,20 +18,24 @@ def main():
     ap.add_argument("--client", required=True)
     ap.add_argument("--preload", required=True)
     ap.add_argument("--standin", required=True)
+    ap.add_argument("--stdlib", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="nccl-case-")
     plans = os.path.join(tmp, "plans")
     os.mkdir(plans)
-    for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring", "alltoall/allpairs"]:
+    # AlltoAll as a program: compiled at comm init through the cache (MSCCL_PLANS_DEFINES).
+    shutil.copy(os.path.join(a.stdlib, "alltoall", "allpairs.msccl"), os.path.join(plans, "alltoall_allpairs.msccl"))
+    for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring"]:
         out = os.path.join(plans, algo.replace("/", "_") + ".json")
-        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4"], check=True)
+        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4", "-D", "inplace=false"], check=True)
     log = os.path.join(tmp, "standin.log")
     env = dict(os.environ)
     env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_NCCL_LIB_PATH=a.standin, MSCCL_DEBUG="INFO",
-               STANDIN_NCCL_LOG=log, MSCCL_CACHE_DIR=os.path.join(tmp, "cache"))
+               STANDIN_NCCL_LOG=log, MSCCL_CACHE_DIR=os.path.join(tmp, "cache"),
+               MSCCL_PLANS_DEFINES="ranks=4,inplace=false", MSCCL_STDLIB_PATH=a.stdlib)
     cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
     for k in ["LD_PRELOAD", "MSCCL_BACKEND", "MSCCL_PLANS", "MSCCL_NCCL_LIB_PATH", "MSCCL_DEBUG", "STANDIN_NCCL_LOG",
-              "MSCCL_CACHE_DIR"]:
+              "MSCCL_CACHE_DIR", "MSCCL_PLANS_DEFINES", "MSCCL_STDLIB_PATH"]:
         cmd += ["-x", k]
     env["LD_PRELOAD"] = a.preload
     cmd.append(a.client)
@@ -61,8 +65,15 @@ def main():
                 problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
-        if not re.search(r"MSCCL INFO rank %d: ncclAllGather \d+ bytes: NCCL \(no plan: " % rank, p.stderr):
-            problems.append("no MSCCL_DEBUG explain line for rank %d's unplanned allgather" % rank)
+        if not re.search(r"MSCCL INFO rank %d: ncclAllGather 197520 bytes: NCCL \(plan allgather_ring cannot run this "
+                         r"call: .*not a multiple" % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG reason for rank %d's allgather of a size the plan cannot split" % rank)
+        if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 1024 bytes: NCCL \(no plan: request: allreduce, 4 ranks.*"
+                         r"in place;.*allreduce_ring \[[^]]*\]: not eligible: the call is in place" % rank, p.stderr):
+            problems.append("no MSCCL_DEBUG explain line for rank %d's in-place allreduce" % rank)
+    cache = os.path.join(tmp, "cache")
+    if not os.path.isdir(cache) or not os.listdir(cache):
+        problems.append("the .msccl program in MSCCL_PLANS left no entry in MSCCL_CACHE_DIR")
     for pr in problems:
         print("FAIL: " + pr)
     print("%d problem(s); stand-in log: %d lines" % (len(problems), len(standin)))

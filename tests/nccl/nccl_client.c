@@ -101,9 +101,12 @@ int main(int argc, char **argv) {
   NCCLCHECK(ncclAllReduce(send, recv, 333, ncclFloat32, ncclProd, comm, stream)); /* no prod */
   printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=333 type=%d op=%d stream=%p\n", rank, (void *)send,
          (void *)recv, (int)ncclFloat32, (int)ncclProd, (void *)stream);
-  NCCLCHECK(ncclAllGather(send, recv, 12345, ncclInt32, comm, stream)); /* no plan for this size */
+  NCCLCHECK(ncclAllGather(send, recv, 12345, ncclInt32, comm, stream)); /* the plan cannot split this size */
   printf("expect: ncclAllGather rank=%d send=%p recv=%p count=12345 type=%d stream=%p\n", rank, (void *)send,
          (void *)recv, (int)ncclInt32, (void *)stream);
+  NCCLCHECK(ncclAllReduce(send, send, 256, ncclFloat32, ncclSum, comm, stream)); /* in place: no plan */
+  printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=256 type=%d op=%d stream=%p\n", rank, (void *)send,
+         (void *)send, (int)ncclFloat32, (int)ncclSum, (void *)stream);
   NCCLCHECK(ncclBroadcast(send, recv, 77, ncclUint8, 1, comm, stream));
   printf("expect: ncclBroadcast rank=%d send=%p recv=%p count=77 type=%d root=1 stream=%p\n", rank, (void *)send,
          (void *)recv, (int)ncclUint8, (void *)stream);
