@@ -559,6 +559,11 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
            }, MSCCL_REQUEST_ARGS,
            "The chosen RegisteredPlan, or None. request: comm.request(collective, bytes, in_place=...) or a "
            "SelectRequest, or (collective, message_bytes, world_size=..., ...).")
+      .def("select_or_raise", [](const msccl::PlanRegistry &reg, py::object request, std::optional<uint64_t> bytes,
+                                 std::optional<uint32_t> ws, std::optional<uint32_t> rpn, bool inPlace,
+                                 std::vector<std::string> req, std::vector<std::string> pref) {
+             return toPy(reg.selectOrThrow(requestFrom(request, bytes, ws, rpn, inPlace, req, pref)));
+           }, MSCCL_REQUEST_ARGS, "select(), raising NoPlanError with explain_text() when no plan fits.")
       .def("explain", [](const msccl::PlanRegistry &reg, py::object request, std::optional<uint64_t> bytes,
                          std::optional<uint32_t> ws, std::optional<uint32_t> rpn, bool inPlace,
                          std::vector<std::string> req, std::vector<std::string> pref) {

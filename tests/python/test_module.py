@@ -112,6 +112,10 @@ class RegistryTest(unittest.TestCase):
         self.assertEqual(self.reg.select("allreduce", 1024, world_size=4, preferred_tags=["fallback"]).name,
                          "pairs-any")
         self.assertIsNone(self.reg.select("allreduce", 1024, world_size=8))
+        with self.assertRaises(msccl.NoPlanError) as cm:
+            self.reg.select_or_raise("allreduce", 1024, world_size=8)
+        self.assertIn("8 ranks", str(cm.exception))
+        self.assertEqual(self.reg.select_or_raise("allreduce", 1024, world_size=4).name, "pairs")
         self.assertIsNone(self.reg.select("allreduce", 1024, world_size=4, in_place=True))
         self.assertEqual(self.reg.select("allgather", 4096, world_size=4, in_place=True).name, "ag")
         request = msccl.SelectRequest("allreduce", 1024, world_size=4)
