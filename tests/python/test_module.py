@@ -296,6 +296,58 @@ class ExecuteLocalTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "rank="):
             executor.execute(sends[0], recvs[0], chosen.plan)
 
+    def test_sizes_that_do_not_fit_the_plan(self):
+        """Both rank threads call with a receive buffer of half the size: ArgumentError on each."""
+        comm = msccl.Communicator.local(2)
+        executor = msccl.Executor(comm)
+        executor.set_timeout(30)
+        plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2, "inplace": False})
+        errors = [None, None]
+
+        def rank_thread(r):
+            try:
+                executor.execute(np.zeros(64, np.float32), np.zeros(32, np.float32), plan, rank=r)
+            except Exception as e:  # checked below
+                errors[r] = e
+
+        threads = [threading.Thread(target=rank_thread, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for e in errors:
+            self.assertIsInstance(e, msccl.ArgumentError)
+            self.assertIsInstance(e, ValueError)
+            self.assertIn("256", str(e))  # the plan's sizes for the 256-byte message
+
+    def test_device_tensor_is_refused(self):
+        class CudaTensor:  # what the module reads of a torch.Tensor on a GPU
+            class device:
+                type = "cuda"
+
+            def data_ptr(self):
+                return 4096
+
+            def element_size(self):
+                return 4
+
+            def numel(self):
+                return 16
+
+        plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2})
+        with self.assertRaisesRegex(ValueError, "device 'cuda'"):
+            msccl.execute_local(plan, [CudaTensor()] * 2, [CudaTensor()] * 2)
+
+    def test_from_env_without_a_launcher(self):
+        saved = {v: os.environ.pop(v) for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE",
+                                                 "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
+                 if v in os.environ}
+        try:
+            with self.assertRaisesRegex(msccl.Error, "MASTER_ADDR"):
+                msccl.Communicator.from_env()
+        finally:
+            os.environ.update(saved)
+
     def test_execution_error_kind(self):
         plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2, "inplace": False})
         # 6 bytes cannot be cut into the plan's chunks of 4-byte elements.
