@@ -177,6 +177,15 @@ const char *inPlaceName(msccl::InPlace p) {
 
 // --- compile ------------------------------------------------------------------------------------
 
+msccl::CompileParams compileParams(py::dict defines, py::dict options) {
+  msccl::CompileParams params;
+  for (auto [k, v] : defines)
+    params.defines.emplace_back(std::string(py::str(k)), valueText(v));
+  for (auto [k, v] : options)
+    params.options.emplace_back(std::string(py::str(k)), valueText(v));
+  return params;
+}
+
 PlanHolder compileProgram(py::object file, py::object source, py::dict defines, std::vector<std::string> includeDirs,
                           py::dict options, std::optional<std::string> stdlibDir, bool verify, bool cache,
                           std::optional<std::string> cacheDir, py::object info) {
@@ -184,11 +193,7 @@ PlanHolder compileProgram(py::object file, py::object source, py::dict defines, 
     throw py::value_error("compile: give either a file or source=, not both");
   if (file.is_none() && source.is_none())
     throw py::value_error("compile: give a .msccl file (or 'stdlib:NAME') or source=");
-  msccl::CompileParams params;
-  for (auto [k, v] : defines)
-    params.defines.emplace_back(std::string(py::str(k)), valueText(v));
-  for (auto [k, v] : options)
-    params.options.emplace_back(std::string(py::str(k)), valueText(v));
+  msccl::CompileParams params = compileParams(defines, options);
   params.includeDirs = std::move(includeDirs);
   if (stdlibDir)
     params.stdlibDir = *stdlibDir;
@@ -492,24 +497,35 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
       .def("register", [](msccl::PlanRegistry &reg, py::object what, std::optional<std::string> name,
                           std::optional<std::string> collective, std::optional<uint32_t> worldSize,
                           std::optional<uint32_t> ranksPerNode, std::optional<uint64_t> minBytes,
-                          std::optional<uint64_t> maxBytes, py::object inPlace, std::vector<std::string> tags) {
+                          std::optional<uint64_t> maxBytes, py::object inPlace, std::vector<std::string> tags,
+                          py::dict defines, py::dict options) {
              msccl::PlanInfo info = planInfo(name, collective, worldSize, ranksPerNode, minBytes, maxBytes, inPlace,
                                              std::move(tags));
-             if (py::isinstance<msccl::plan::Plan>(what))
+             if (py::isinstance<msccl::plan::Plan>(what)) {
+               if (py::len(defines) || py::len(options))
+                 throw py::value_error("register: defines/options apply to a .msccl file, not to a Plan");
                return toPy(reg.add(constPlan(what.cast<PlanHolder>()), info));
+             }
              std::string path = py::str(py::module_::import("os").attr("fspath")(what));
-             return toPy(reg.addFile(path, info));
+             msccl::CompileParams params = compileParams(defines, options);
+             py::gil_scoped_release release;
+             return toPy(reg.addFile(path, info, params));
            },
            py::arg("plan"), py::kw_only(), py::arg("name") = py::none(), py::arg("collective") = py::none(),
            py::arg("world_size") = py::none(), py::arg("ranks_per_node") = py::none(),
            py::arg("min_bytes") = py::none(), py::arg("max_bytes") = py::none(), py::arg("in_place") = py::none(),
-           py::arg("tags") = std::vector<std::string>{},
-           "Register a Plan, or a plan file (.json) / program (.msccl, compiled through the cache). Unset fields "
-           "default to what the plan says. Raises ArgumentError (name taken, min_bytes > max_bytes, world size "
-           "not the plan's).")
-      .def("register_directory", [](msccl::PlanRegistry &reg, py::object dir) {
-             return reg.addDirectory(std::string(py::str(py::module_::import("os").attr("fspath")(dir))));
-           }, py::arg("directory"), "Register every .json and .msccl file of a directory; returns how many.")
+           py::arg("tags") = std::vector<std::string>{}, py::arg("defines") = py::dict(), py::arg("options") = py::dict(),
+           "Register a Plan, or a plan file (.json) / program (.msccl, compiled through the cache with `defines` "
+           "and `options`). Unset fields default to what the plan says. Raises ArgumentError (name taken, "
+           "min_bytes > max_bytes, world size not the plan's).")
+      .def("register_directory", [](msccl::PlanRegistry &reg, py::object dir, py::dict defines, py::dict options) {
+             std::string path = py::str(py::module_::import("os").attr("fspath")(dir));
+             msccl::CompileParams params = compileParams(defines, options);
+             py::gil_scoped_release release;
+             return reg.addDirectory(path, params);
+           }, py::arg("directory"), py::kw_only(), py::arg("defines") = py::dict(), py::arg("options") = py::dict(),
+           "Register every .json and .msccl file of a directory (sorted; .msccl compiled with `defines` and "
+           "`options`); returns how many.")
       .def("remove", &msccl::PlanRegistry::remove, py::arg("name"))
       .def("plans", [](const msccl::PlanRegistry &reg) {
         std::vector<PyRegisteredPlan> out;

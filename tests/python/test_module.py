@@ -46,7 +46,7 @@ program copy_first(collective = AllGather(n, 1, false)) {
         self.assertEqual(from_text.name, "copy_first")
         self.assertEqual(from_text.num_ranks, 2)
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "copy_first.msccl")
+            path = os.path.join(d, "ring.msccl")
             with open(path, "w") as f:
                 f.write(source)
             self.assertEqual(msccl.compile(path, verify=False), from_text)
@@ -172,6 +172,22 @@ class RegistryTest(unittest.TestCase):
             self.assertEqual(reg.plans()[0].tags, ["x"])
             self.assertTrue(reg.remove("from-file"))
             self.assertFalse(reg.remove("from-file"))
+            # A .msccl program compiled with its parameters; a directory of them (the stdlib's ring,
+            # whose imports resolve in the stdlib).
+            stdlib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stdlib")
+            with open(os.path.join(stdlib, "allreduce", "ring.msccl")) as f:
+                source = f.read()
+            sub = os.path.join(d, "programs")
+            os.mkdir(sub)
+            with open(os.path.join(sub, "ring.msccl"), "w") as f:
+                f.write(source)
+            p = reg.register(os.path.join(sub, "ring.msccl"), name="ring3", defines={"ranks": 3})
+            self.assertEqual((p.world_size, p.collective), (3, "allreduce"))
+            with self.assertRaises(ValueError):
+                reg.register(ring, name="r", defines={"ranks": 4})
+            dir_reg = msccl.PlanRegistry()
+            self.assertEqual(dir_reg.register_directory(sub, defines={"ranks": 4}), 1)
+            self.assertEqual(dir_reg.plans()[0].world_size, 4)
 
 
 class PlanTest(unittest.TestCase):
