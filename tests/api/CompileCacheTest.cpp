@@ -218,3 +218,39 @@ TEST_CASE("compile errors carry mscclc's diagnostics", "[cache]") {
   CHECK_THROWS_WITH(compile("stdlib:sendrecv/pairs", bad), Catch::Contains("needs at least 2 ranks"));
   CHECK(fs::is_empty(cache.path)); // failures are not cached
 }
+
+TEST_CASE("the manifest: hits without parsing, never trusted blindly", "[cache]") {
+  test::TempDir cache, src;
+  CompileParams p = paramsIn(cache);
+  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
+  test::writeFile(src.file("main.msccl"),
+                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  CompileInfo first, hit;
+  compile(src.file("main.msccl"), p, &first);
+  std::vector<fs::path> manifests;
+  for (auto &e : fs::directory_iterator(cache.path))
+    if (e.path().extension() == ".manifest")
+      manifests.push_back(e.path());
+  REQUIRE(manifests.size() == 1);
+  std::string manifest = test::readFile(manifests[0].string());
+  CHECK_THAT(manifest, Catch::StartsWith("msccl-plan-cache-manifest 1 " + first.key + "\n"));
+  CHECK_THAT(manifest, Catch::Contains(" " + src.file("lib.msccl") + "\n"));
+  CHECK_THAT(manifest, Catch::EndsWith("end\n"));
+  // The fast path names the files it checked: the main file and its imports, absolute.
+  compile(src.file("main.msccl"), p, &hit);
+  CHECK(hit.cacheHit);
+  CHECK(hit.key == first.key);
+  CHECK(hit.sources.front() == src.file("main.msccl"));
+  CHECK(std::find(hit.sources.begin(), hit.sources.end(), src.file("lib.msccl")) != hit.sources.end());
+  // A damaged manifest (garbage, a truncated one, one pointing at a wrong key) is ignored: the
+  // full path finds the entry by its own key and rewrites the manifest.
+  for (std::string bad : {std::string("garbage"), manifest.substr(0, manifest.size() - 4),
+                          "msccl-plan-cache-manifest 1 " + std::string(64, '0') + "\nend\n"}) {
+    test::writeFile(manifests[0].string(), bad);
+    CompileInfo again;
+    compile(src.file("main.msccl"), p, &again);
+    CHECK(again.cacheHit);
+    CHECK(again.key == first.key);
+    CHECK(test::readFile(manifests[0].string()) == manifest);
+  }
+}
