@@ -122,9 +122,8 @@ TEST_CASE("a barrier with a deadline gives up when a rank does not come", "[boot
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(800));
     }
-    // Both ranks then meet in a later barrier of their own count: rank 1's first barrier pairs
-    // with rank 0's abandoned one (same exchange number), which is why only abort() is
-    // promised after a timeout; here rank 1 simply does not wait for it.
+    // After a timeout only abort() is promised: rank 0's closing tells rank 1, whose own
+    // closing barrier then ends at once instead of waiting for its deadline.
   });
 }
 
