@@ -26,7 +26,7 @@ case "$mode" in demo|test|fuzz) ;; *) echo "usage: $0 [demo|test|fuzz]" >&2; exi
 # --- 1. Debian packages ---------------------------------------------------------------------
 packages=(cmake ninja-build g++ antlr4 libantlr4-runtime-dev nlohmann-json3-dev catch2
           llvm-14-dev llvm-14-tools python3 vim openmpi-bin libopenmpi-dev
-          libzmq3-dev)
+          libzmq3-dev python3-dev pybind11-dev python3-numpy python3-mpi4py python3-torch)
 [[ $mode != fuzz ]] || packages+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
@@ -63,10 +63,11 @@ if [[ $mode == fuzz ]]; then
   cmake --build "$fbuild" -j "$jobs"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  echo "== the test suite under ASan+UBSan (editor, cuda and mpi tests excluded)"
+  echo "== the test suite under ASan+UBSan (editor, cuda, mpi, nccl and python tests excluded)"
+  # python: the sanitizer build has no Python module (an uninstrumented interpreter cannot load it).
   # mpi: OpenMPI's own allocations are reported as leaks by LeakSanitizer; the multi-process
   # runtime's op code is the CPU executor's, which the other tests run under the sanitizers.
-  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda|mpi|nccl)\.')
+  (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda|mpi|nccl|python)\.')
   status=0
   for target in compile plan cpu; do
     dict=plan.dict seeds=plan
