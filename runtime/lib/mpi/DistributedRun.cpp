@@ -417,6 +417,21 @@ std::string gTimedOut;
 
 RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,
                                    const DistributedOptions &dist) {
+  if (plan.variableSizes) { // AllToAllV: every process resolves the same matrix, then runs its rank
+    if (!o.counts)
+      throw ExecutionError(ErrorKind::InvalidSize, needsCountsMessage(plan));
+    CountsResolver resolver(plan);
+    auto t0 = std::chrono::steady_clock::now();
+    const Plan &concrete = resolver.resolve(*o.counts, o.dataType);
+    auto t1 = std::chrono::steady_clock::now();
+    RunOptions inner = o;
+    inner.size = std::max(resolver.sizes().inputBytes, resolver.sizes().outputBytes);
+    inner.planValidated = false;
+    RunReport rep = runCollectiveDistributed(comm, concrete, inner, dist);
+    finishVariableReport(rep, *o.counts, o.dataType, uint32_t(plan.gpus.size()));
+    rep.resolveSeconds = std::chrono::duration<double>(t1 - t0).count();
+    return rep;
+  }
   const uint32_t n = uint32_t(plan.gpus.size());
   const uint32_t me = uint32_t(comm.rank());
   if (!gTimedOut.empty())
@@ -656,8 +671,10 @@ RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const R
     double seconds = execute(0, launches);
     if (o.iterations == 0)
       setTiming(seconds, launches);
-    VerifyResult mineV =
-        verifyRankOutput(kind, me, n, mine.output, ms->inputBytes, ms->outputBytes, o.dataType, rep.reduceOp);
+    VerifyResult mineV = plan.collective == "alltoallv" && o.counts
+                             ? verifyAllToAllVRank(*o.counts, me, mine.output, o.dataType)
+                             : verifyRankOutput(kind, me, n, mine.output, ms->inputBytes, ms->outputBytes, o.dataType,
+                                                rep.reduceOp);
     struct Packed {
       uint64_t wrong, elements, firstIndex, checked;
       double expected, got;
