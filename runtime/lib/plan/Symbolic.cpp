@@ -192,7 +192,7 @@ SymAtom row(uint32_t r, uint64_t a, uint64_t b) { return SymAtom{SymAtom::Kind::
 SymAtom col(uint32_t p, uint64_t a, uint64_t b) { return SymAtom{SymAtom::Kind::Col, 1, p, uint32_t(a), uint32_t(b)}; }
 SymExpr one(SymAtom a) {
   SymExpr e;
-  if (a.kind == SymAtom::Kind::Const ? a.coef != 0 : (a.kind == SymAtom::Kind::Cell || a.kind == SymAtom::Kind::Bound || a.b > a.a))
+  if (a.coef != 0 && (a.kind == SymAtom::Kind::Const || a.kind == SymAtom::Kind::Cell || a.kind == SymAtom::Kind::Bound || a.b > a.a))
     e.atoms.push_back(a);
   return e;
 }
