@@ -94,7 +94,7 @@ struct BufferRef {
   uint64_t size = 0;                   ///< Chunks.
   std::optional<uint32_t> rank;        ///< Extra key the emitter writes on some local chunks; ignored by executors.
   /// Symbolic plans only (Plan::variableSizes): `index_expr` / `size_expr`, the entry's offset and
-  /// length in *elements* as an affine expression over the count matrix (plan-format.md#variable-sizes,
+  /// length in *elements* as an affine expression over the count matrix (plan#10.8,
   /// grammar in msccl/plan/Symbolic.h). `index`/`size` then stay the entry's block range. Empty: none.
   std::string indexExpr, sizeExpr;
 
@@ -216,7 +216,7 @@ struct Gpu {
 };
 
 /// `variable_sizes`: the plan's buffer entries are sized at run time by a count matrix
-/// (AllToAllV, docs/spec/plan-format.md#variable-sizes). Absent in fixed-size plans.
+/// (AllToAllV, plan#10.8). Absent in fixed-size plans.
 struct VariableSizes {
   std::string counts = "matrix"; ///< What the caller passes: the full n x n matrix counts[r][p] (elements).
   uint64_t blockBound = 0;       ///< B: elements per scratch slot, the upper bound of every count; 0 = none.

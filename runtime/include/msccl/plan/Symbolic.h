@@ -4,7 +4,7 @@
 // is counts[r][p] elements, output block p of rank r is counts[p][r] elements, scratch slot k is
 // `block_bound` elements and holds one block); produces, checks and evaluates the affine
 // expressions that give every entry's offset and length in elements for any count matrix
-// (docs/spec/plan-format.md#variable-sizes).
+// (plan#10.8).
 //
 // Expression grammar (the `index_expr` / `size_expr` strings of a plan):
 //   expr := term ('+' term)*          a sum of terms; "0" is the empty sum

@@ -1,6 +1,6 @@
 //===- Counts.h - Run-time count matrices of AllToAllV and their resolution --------------===//
 //
-// Consumes a symbolic plan (plan::Plan with variableSizes, docs/spec/plan-format.md#variable-sizes)
+// Consumes a symbolic plan (plan::Plan with variableSizes, plan#10.8)
 // and, once per call, a count matrix; produces the concrete plan the executors run: every
 // `index_expr`/`size_expr` evaluated into an entry in elements (one chunk = one element,
 // buffer_alignment = the element size), every rank's buffers sized for the largest row / column
