@@ -72,14 +72,20 @@ def compile_plan(args, tmp, algo, defines):
 
 def case_equiv(args, tmp):
     inplace = "true" if args.mode == "in-place" else "false"
-    plan_path = compile_plan(args, tmp, args.algo, args.defines + ["inplace=" + inplace])
-    plan = json.load(open(plan_path))
-    n = len(plan["gpus"])
-    gpu = plan["gpus"][0]
-    align = int(plan.get("buffer_alignment", 16))
-    chunk = max(align, args.chunk_bytes // align * align)
-    base = chunk * max(gpu["input_chunks"], gpu["output_chunks"])
-    sweep = ["-b", str(base), "-e", str(base * 16), "-f", "4", "-n", "2", "-w", "1", "--" + args.mode]
+    if args.counts:  # AllToAllV: out of place, sized by the count matrix (size = average bytes per rank)
+        plan_path = compile_plan(args, tmp, args.algo, args.defines)
+        plan = json.load(open(plan_path))
+        n = len(plan["gpus"])
+        sweep = ["-b", "64", "-e", "1024", "-f", "4", "-n", "2", "-w", "1", "--counts", args.counts]
+    else:
+        plan_path = compile_plan(args, tmp, args.algo, args.defines + ["inplace=" + inplace])
+        plan = json.load(open(plan_path))
+        n = len(plan["gpus"])
+        gpu = plan["gpus"][0]
+        align = int(plan.get("buffer_alignment", 16))
+        chunk = max(align, args.chunk_bytes // align * align)
+        base = chunk * max(gpu["input_chunks"], gpu["output_chunks"])
+        sweep = ["-b", str(base), "-e", str(base * 16), "-f", "4", "-n", "2", "-w", "1", "--" + args.mode]
     single = subprocess.run([args.run, plan_path] + sweep, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(single.stdout)
     if single.returncode != 0:
@@ -287,6 +293,7 @@ def main():
     ap.add_argument("--mode", choices=["in-place", "out-of-place"], default="out-of-place")
     ap.add_argument("--chunk-bytes", type=int, default=256)
     ap.add_argument("--plan")
+    ap.add_argument("--counts", default="", help="AllToAllV plans: msccl-run --counts SPEC")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpi-") as tmp:
         return globals()["case_" + args.case](args, tmp)

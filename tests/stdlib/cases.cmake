@@ -105,6 +105,15 @@ stdlib_run(alltoall/allpairs r12-ppt5 DEFINES ranks=12 peers_per_tb=5 DTYPE int3
 stdlib_run(alltoall/allpairs r32 DEFINES ranks=32 DTYPE int32 MODES in-place)
 stdlib_refuse(alltoall/allpairs ranks1 "needs at least 2 ranks" DEFINES ranks=1)
 
+# ---- alltoallv (count matrices: see alltoallv_case.py) ----------------------------------
+stdlib_run_v(alltoallv/allpairs r2 DEFINES ranks=2)
+stdlib_run_v(alltoallv/allpairs r5-ppt2 DEFINES ranks=5 peers_per_tb=2 DTYPE int32)
+stdlib_run_v(alltoallv/allpairs r16 DEFINES ranks=16 DTYPE float16)
+stdlib_refuse(alltoallv/allpairs ranks1 "needs at least 2 ranks" DEFINES ranks=1)
+stdlib_run_v(alltoallv/multinode n2x2 DEFINES ranks=4 ranks_per_node=2)
+stdlib_run_v(alltoallv/multinode n3x2 DEFINES ranks=6 ranks_per_node=2 DTYPE int32)
+stdlib_run_v(alltoallv/multinode n2x8 DEFINES ranks=16 ranks_per_node=8 DTYPE int32)
+
 stdlib_run(alltoall/multinode n2x2 DEFINES ranks=4 ranks_per_node=2)
 stdlib_run(alltoall/multinode n3x2-i2 DEFINES ranks=6 ranks_per_node=2 instances=2 DTYPE int32)
 stdlib_run(alltoall/multinode n2x8 DEFINES ranks=16 ranks_per_node=8 DTYPE int32 MODES out-of-place)

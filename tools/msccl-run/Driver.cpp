@@ -91,6 +91,9 @@ struct CommandLine {
                           cl::init(false), cl::cat(Cat)};
   cl::opt<bool> noRaceCheck{"no-race-check", cl::desc("cpu backend: do not check for data races"), cl::init(false),
                             cl::cat(Cat)};
+  cl::opt<std::string> counts{"counts",
+                              cl::desc("AllToAllV plans: count matrix uniform, random[:SEED], skewed, zero or FILE.json"),
+                              cl::init(""), cl::cat(Cat)};
   cl::opt<std::string> packet{"packet", cl::desc("LL packet type: LL16 or LL8"), cl::init("LL16"), cl::cat(Cat)};
   cl::opt<std::string> jsonl{"jsonl", cl::desc("Append one JSON object per row to FILE"), cl::init(""),
                              cl::cat(Cat)};
@@ -125,7 +128,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout), std::addressof(counts)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -216,6 +219,9 @@ std::string toOptions(const CommandLine &c, Options &o) {
   if (o.raceCheck && o.backend != "cpu")
     return "--race-check needs the cpu backend";
   o.factor = c.factor;
+  o.counts = c.counts;
+  if (!o.counts.empty() && !c.plans.empty())
+    return "--counts runs one AllToAllV plan, not --plans";
   struct SizeFlag {
     const cl::opt<std::string> &flag;
     std::optional<uint64_t> &value;
@@ -303,6 +309,24 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     err << "msccl-run: error: " << o.input << ": invalid plan (" << problems.size() << " problem"
         << (problems.size() > 1 ? "s" : "") << "):" << describeProblems(problems) << "\n";
     return 1;
+  }
+  if (lp.plan.variableSizes && o.counts.empty()) {
+    err << "msccl-run: error: " << o.input << ": " << needsCountsMessage(lp.plan)
+        << "; give --counts uniform|random[:SEED]|skewed|zero|FILE.json\n";
+    return 1;
+  }
+  if (!lp.plan.variableSizes && !o.counts.empty()) {
+    err << "msccl-run: error: --counts needs a plan with variable sizes (an AllToAllV); " << o.input
+        << " is a fixed-size \"" << lp.plan.collective << "\" plan\n";
+    return 1;
+  }
+  if (lp.plan.variableSizes) {
+    try { // a bad spec or matrix file is an error before any row
+      (void)makeCounts(o.counts, uint32_t(lp.plan.gpus.size()), 1);
+    } catch (const std::invalid_argument &e) {
+      err << "msccl-run: error: " << e.what() << "\n";
+      return 1;
+    }
   }
   plans.push_back(std::move(lp));
   return std::nullopt;
@@ -433,6 +457,7 @@ struct Row {
   bool inplace = false;
   uint32_t nranks = 0; // 0: unknown (--plans without --nranks, no plan chosen)
   std::string collective;
+  uint64_t moved = 0;  // AllToAllV (--counts): bytes of all blocks; 0 otherwise
 };
 
 void printHeader(std::ostream &out, const Options &o, const Executor &ex, const std::vector<LoadedPlan> &plans) {
@@ -447,7 +472,10 @@ void printHeader(std::ostream &out, const Options &o, const Executor &ex, const 
       << (o.dataType == DataType::Float16 || o.dataType == DataType::BFloat16 ? " (relative tolerance 1e-2)"
                                                                              : " (exact)")
       << "\n";
-  out << "#\n#        size         count      type   redop    time(us)  algbw    busbw   #wrong  plan\n"
+  if (!o.counts.empty()) // AllToAllV: algbw = moved / ranks / time; size = average per-rank buffer
+    out << "# counts " << o.counts << " (size = average bytes per rank; moved = bytes of all blocks)\n";
+  out << "#\n#        size         count      type   redop    time(us)  algbw    busbw   #wrong  plan"
+      << (o.counts.empty() ? "" : "  moved(B)") << "\n"
       << "#         (B)    (elements)                                (GB/s)   (GB/s)\n"
       << std::flush;
 }
@@ -464,6 +492,11 @@ void printRow(std::ostream &out, const Row &r, DataType dt) {
                   (unsigned long long)r.size, (unsigned long long)r.count, std::string(dataTypeName(dt)).c_str(),
                   r.redop.empty() ? "none" : r.redop.c_str(), r.timeUs, r.algbw, r.busbw, wrong.c_str(),
                   r.plan.c_str());
+    if (r.moved && r.status != "error") { // AllToAllV: one more column
+      std::string line(buf);
+      line.pop_back();
+      std::snprintf(buf, sizeof buf, "%s  %llu\n", line.c_str(), (unsigned long long)r.moved);
+    }
   }
   out << buf << std::flush; // a row is visible as soon as it is measured, also through a pipe
 }
@@ -487,6 +520,8 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const s
   j["wrong"] = r.wrong >= 0 ? nlohmann::ordered_json(r.wrong) : nlohmann::ordered_json();
   j["status"] = r.status;
   j["message"] = r.message;
+  if (!o.counts.empty())
+    j["bytes_moved"] = r.moved;
   if (!boundBy.empty())
     j["bound_by"] = boundBy; // sim backend: what limits the predicted time
   return j.dump();
@@ -512,7 +547,14 @@ void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, co
   ro.warmup = o.warmup;
   ro.check = o.check;
   ro.planValidated = true; // loadSinglePlan / loadPlanFolder validated it once
+  CountMatrix counts;
   try {
+    if (plan.variableSizes) {
+      const uint32_t n = uint32_t(plan.gpus.size());
+      counts = makeCounts(o.counts, n, std::max<uint64_t>(1, row.size / dataTypeBytes(o.dataType) / n));
+      ro.counts = &counts;
+      row.moved = counts.total() * dataTypeBytes(o.dataType);
+    }
 #ifdef MSCCL_HAVE_MPI
     RunReport rep = dist.comm ? runCollectiveDistributed(*dist.comm, plan, ro, DistributedOptions{o.timeoutSeconds})
                               : runCollective(ex, plan, ro);
@@ -562,7 +604,7 @@ Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Opti
   const Plan *ref = plans.size() == 1 ? &plans[0].plan : nullptr;
   auto setRedop = [&](const Plan *p) {
     row.redop.clear();
-    if (reduces(collectiveKind(row.collective)))
+    if (reduces(collectiveKind(row.collective)) && row.collective != "alltoallv")
       row.redop = std::string(
           reduceOpName(o.reduceOp.value_or(p ? planReduceOp(*p).value_or(ReduceOp::Sum) : ReduceOp::Sum)));
   };
@@ -572,7 +614,7 @@ Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Opti
   std::string reasons;
   for (const LoadedPlan &lp : plans) {
     std::string why;
-    if (messageSizesFor(lp.plan, size, &why)) {
+    if (lp.plan.variableSizes || messageSizesFor(lp.plan, size, &why)) { // AllToAllV: sized by --counts
       chosen = &lp;
       break;
     }

@@ -69,6 +69,10 @@ struct Options {
   /// --suggest-ranges (sim backend): print each plan's fastest message-size range instead of a table.
   bool suggestRanges = false;
   std::vector<std::string> morePlans;    ///< further PLAN.json inputs (with --suggest-ranges)
+  /// --counts (AllToAllV plans, variable_sizes): uniform | random[:SEED] | skewed | zero | FILE.json
+  /// (runtime::makeCounts). Each size S of the sweep is the average per-rank buffer: the matrix's
+  /// scale is S / (element size x ranks) elements (a FILE matrix is used as it is).
+  std::string counts;
 };
 
 /// Parses `argv[0..argc)` (argv[0] is the program name) into `options`. Returns -1 when the

@@ -52,6 +52,9 @@ SHAPES = {
     "reducescatter/packet": [{"ranks": 8}, {"ranks": 16}],
     "alltoall/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "alltoall/multinode": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
+    # AllToAllV: per block (one chunk per block), i.e. per byte of a uniform count matrix.
+    "alltoallv/allpairs": [{"ranks": 8}, {"ranks": 16}],
+    "alltoallv/multinode": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     "sendrecv/pairs": [{"ranks": 2, "ranks_per_node": 2}, {"ranks": 2, "ranks_per_node": 1}],
 }
 

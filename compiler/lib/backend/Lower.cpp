@@ -222,6 +222,8 @@ plan::Plan planHeader(const ProgramOptions &o) {
   plan.bufferAlignment = uint64_t(o.bufferAlignment);
   plan.minMessageSize = o.minMessageSize;
   plan.maxMessageSize = o.maxMessageSize;
+  if (o.collective.variable) // sizes come from deriveAllToAllV once the whole plan is lowered
+    plan.variableSizes = plan::VariableSizes{"matrix", uint64_t(o.collective.maxBlock)};
   return plan;
 }
 

@@ -224,7 +224,8 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   if (!o.sourceMapFile.empty() || !o.noVerify)
     output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
   try {
-    if (!wantPlan && o.noVerify) {
+    // AllToAllV sizes are derived over the whole plan (deriveVariableSizes): no streaming.
+    if (!wantPlan && o.noVerify && !r.program->ir().options.collective.variable) {
       backend::prepareStream(r.program->ir(), po);
       output.pipeline = po;
       output.program = std::move(r.program);
@@ -241,6 +242,9 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
     diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
     return false;
   }
+  if (output.plan && output.plan->variableSizes &&
+      !deriveVariableSizes(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
+    return false;
   if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
     return false;
   return true;

@@ -5,6 +5,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/VerifyPlan.h"
 
+#include "msccl/plan/Symbolic.h"
 #include "msccl/verify/PlanVerify.h"
 
 #include <map>
@@ -52,6 +53,23 @@ void reportSourceFrames(diag::DiagEngine &diag, const ir::OpSource &src) {
     case ir::SourceContext::Param: diag.report(f.loc, diag::DiagId::note_in_param, {f.name}); break;
     }
   }
+}
+
+bool deriveVariableSizes(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources) {
+  std::vector<plan::SymIssue> issues = plan::deriveAllToAllV(plan);
+  if (issues.empty())
+    return true;
+  const plan::SymIssue &i = issues.front();
+  verify::OpRef ref;
+  ref.rank = i.rank, ref.tb = i.tb, ref.op = i.op, ref.path = i.path;
+  std::optional<ir::OpSource> at = sourceOf(sources, ref);
+  diag.report(at ? at->loc : fallback, diag::DiagId::err_variable_size,
+              {i.path.empty() ? i.message : i.path + ": " + i.message});
+  if (at)
+    reportSourceFrames(diag, *at);
+  if (issues.size() > 1)
+    diag.report(fallback, diag::DiagId::note_plan_more, {std::to_string(issues.size() - 1)});
+  return false;
 }
 
 bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources) {

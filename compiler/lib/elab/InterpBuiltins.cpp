@@ -274,6 +274,10 @@ Value Interp::construct(const CallExpr *c) {
       MSCCL_COLLECTIVE_CTOR(AllToAll, allToAll)
       MSCCL_COLLECTIVE_CTOR(SendRecv, sendRecv)
 #undef MSCCL_COLLECTIVE_CTOR
+    case ClassId::AllToAllV: {
+      CTOR_PARAMS(AllToAllV);
+      return makeDsl(cls, ir::Collective::allToAllV(I(ARG(num_ranks)), I(ARG(max_block))));
+    }
     case ClassId::TestCollective: {
       CTOR_PARAMS(TestCollective);
       return makeDsl(cls, ir::Collective::testCollective(I(ARG(num_ranks)), I(ARG(input_size)), I(ARG(output_size))));

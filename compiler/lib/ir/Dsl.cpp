@@ -57,6 +57,14 @@ Collective Collective::allReduce(int64_t n, int64_t cf, bool inplace) { int64_t 
 Collective Collective::allGather(int64_t n, int64_t cf, bool inplace) { return makeCollective("allgather", n, cf, inplace, cf, blockChunks(n, cf)); }
 Collective Collective::reduceScatter(int64_t n, int64_t cf, bool inplace) { return makeCollective("reducescatter", n, cf, inplace, blockChunks(n, cf), cf); }
 Collective Collective::allToAll(int64_t n, int64_t cf, bool inplace) { int64_t c = blockChunks(n, cf); return makeCollective("alltoall", n, cf, inplace, c, c); }
+Collective Collective::allToAllV(int64_t n, int64_t maxBlock) {
+  if (maxBlock < 0)
+    throw DslError("max_block must be >= 0 (elements per scratch slot), got " + std::to_string(maxBlock) + ".");
+  Collective c = makeCollective("alltoallv", n, 1, false, n, n);
+  c.variable = true;
+  c.maxBlock = maxBlock;
+  return c;
+}
 Collective Collective::sendRecv(int64_t n, int64_t cf, bool inplace) { return makeCollective("sendrecv", n, cf, inplace, cf, cf); }
 Collective Collective::testCollective(int64_t n, int64_t in, int64_t out) { return makeCollective("test", n, 1, false, in, out); }
 

@@ -5,6 +5,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/Collective.h"
 
+#include "msccl/runtime/Counts.h"
 #include "msccl/runtime/Elements.h"
 
 #include <algorithm>
@@ -44,6 +45,8 @@ std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std
   };
   if (plan.gpus.empty())
     return fail("the plan has no gpus");
+  if (plan.variableSizes)
+    return fail(needsCountsMessage(plan));
   const Gpu &g = plan.gpus[0];
   uint64_t denom = std::max(g.inputChunks, g.outputChunks);
   const char *what = "max(input_chunks, output_chunks)";

@@ -6,6 +6,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/Layout.h"
 
+#include "msccl/runtime/Counts.h"
 #include "msccl/runtime/Executor.h"
 
 #include <algorithm>
@@ -22,6 +23,8 @@ static uint64_t roundUp(uint64_t v, uint64_t a) { return a == 0 ? v : (v + a - 1
 
 ChunkLayout computeChunkLayout(const Plan &plan, uint32_t rank, uint64_t inputBytes, uint64_t outputBytes) {
   const Gpu &gpu = plan.gpus.at(rank);
+  if (plan.variableSizes) // symbolic entries: CountsResolver first (Counts.h)
+    throw ExecutionError(ErrorKind::InvalidSize, needsCountsMessage(plan));
   const uint64_t A = plan.bufferAlignment;
   if (A == 0)
     throw ExecutionError(ErrorKind::InvalidPlan, "buffer_alignment: must be greater than 0");

@@ -6,6 +6,7 @@
 #include "msccl/runtime/Verify.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace msccl::runtime {
@@ -28,7 +29,38 @@ RunReport startRun(const Plan &plan, const RunOptions &o) {
   return rep;
 }
 
+namespace {
+// AllToAllV: resolve the counts once, run the concrete plan, report bytes moved.
+RunReport runVariable(Executor &ex, const Plan &plan, const RunOptions &o) {
+  if (!o.counts)
+    throw ExecutionError(ErrorKind::InvalidSize, needsCountsMessage(plan));
+  if (o.inPlace.value_or(false))
+    throw ExecutionError(ErrorKind::Unsupported, "an AllToAllV runs out of place (its input and output blocks differ in size)");
+  CountsResolver resolver(plan);
+  auto t0 = std::chrono::steady_clock::now();
+  const Plan &concrete = resolver.resolve(*o.counts, o.dataType);
+  auto t1 = std::chrono::steady_clock::now();
+  RunOptions inner = o;
+  inner.size = std::max(resolver.sizes().inputBytes, resolver.sizes().outputBytes);
+  inner.planValidated = false;
+  RunReport rep = runCollective(ex, concrete, inner);
+  finishVariableReport(rep, *o.counts, o.dataType, uint32_t(plan.gpus.size()));
+  rep.resolveSeconds = std::chrono::duration<double>(t1 - t0).count();
+  return rep;
+}
+} // namespace
+
+void finishVariableReport(RunReport &rep, const CountMatrix &m, DataType type, uint32_t n) {
+  rep.bytesMoved = m.total() * dataTypeBytes(type);
+  if (rep.secondsPerLaunch > 0) {
+    rep.algbw = double(rep.bytesMoved) / n / rep.secondsPerLaunch / 1e9;
+    rep.busbw = rep.algbw * busBandwidthFactor(CollectiveKind::AllToAll, n);
+  }
+}
+
 RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
+  if (plan.variableSizes)
+    return runVariable(ex, plan, o);
   RunReport rep = startRun(plan, o);
   const MessageSizes *ms = &rep.sizes;
   const uint32_t n = uint32_t(plan.gpus.size());
@@ -114,6 +146,18 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
     OutputChecker checker(kind, n, ms->inputBytes, ms->outputBytes, o.dataType, rep.reduceOp);
     const uint64_t es = dataTypeBytes(o.dataType);
     const uint64_t total = ms->outputBytes / es * es;
+    if (plan.collective == "alltoallv" && o.counts) {
+      // The concrete plan of a CountsResolver: check each rank's output against the matrix.
+      std::vector<uint8_t> out(ms->outputBytes);
+      VerifyResult all;
+      all.checked = true;
+      for (uint32_t r = 0; r < n; ++r) {
+        ex.download(out.data(), bufs[r].output, ms->outputBytes);
+        mergeVerify(all, verifyAllToAllVRank(*o.counts, r, out.data(), o.dataType));
+      }
+      rep.verify = all;
+      return rep;
+    }
     if (kind != CollectiveKind::Other)
       for (uint64_t off = 0; off < total; off += blockBytes) {
         uint64_t len = std::min<uint64_t>(blockBytes, total - off);

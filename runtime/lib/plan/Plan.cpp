@@ -80,7 +80,8 @@ std::optional<DataType> parseDataType(std::string_view s) { return lookup<DataTy
 unsigned dataTypeBytes(DataType d) { return kDataTypeBytes[static_cast<size_t>(d)]; }
 
 bool BufferRef::operator==(const BufferRef &o) const {
-  if (loc != o.loc || index != o.index || size != o.size || rank != o.rank)
+  if (loc != o.loc || index != o.index || size != o.size || rank != o.rank || indexExpr != o.indexExpr ||
+      sizeExpr != o.sizeExpr)
     return false;
   return loc == Loc::Local ? type == o.type : id == o.id;
 }
@@ -133,7 +134,8 @@ bool Plan::operator==(const Plan &o) const {
   return name == o.name && collective == o.collective && protocol == o.protocol && inplace == o.inplace &&
          reuseResources == o.reuseResources && gpus == o.gpus && numThreadsPerBlock == o.numThreadsPerBlock &&
          useDoubleScratchBuffer == o.useDoubleScratchBuffer && bufferAlignment == o.bufferAlignment &&
-         minMessageSize == o.minMessageSize && maxMessageSize == o.maxMessageSize;
+         minMessageSize == o.minMessageSize && maxMessageSize == o.maxMessageSize &&
+         variableSizes == o.variableSizes;
 }
 
 } // namespace msccl::plan

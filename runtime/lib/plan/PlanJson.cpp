@@ -268,6 +268,10 @@ void writeBufferRef(Writer &w, const BufferRef &b) {
   }
   w.member("index", b.index);
   w.member("size", b.size);
+  if (!b.indexExpr.empty())
+    w.member("index_expr", std::string_view(b.indexExpr));
+  if (!b.sizeExpr.empty())
+    w.member("size_expr", std::string_view(b.sizeExpr));
   w.endObject();
 }
 
@@ -444,6 +448,13 @@ void writeFooter(Writer &w, const Plan &plan) {
   w.member("buffer_alignment", plan.bufferAlignment);
   w.member("min_message_size", plan.minMessageSize);
   w.member("max_message_size", plan.maxMessageSize);
+  if (plan.variableSizes) {
+    w.key("variable_sizes");
+    w.beginObject();
+    w.member("counts", std::string_view(plan.variableSizes->counts));
+    w.member("block_bound", plan.variableSizes->blockBound);
+    w.endObject();
+  }
   w.endObject();
 }
 

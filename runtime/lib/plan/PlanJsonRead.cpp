@@ -155,6 +155,10 @@ BufferRef readBufferRef(const Node &n) {
   }
   b.index = n.at("index").u64();
   b.size = n.at("size").u64();
+  if (auto e = n.find("index_expr"))
+    b.indexExpr = e->str();
+  if (auto e = n.find("size_expr"))
+    b.sizeExpr = e->str();
   return b;
 }
 
@@ -369,6 +373,16 @@ Plan fromJson(const nlohmann::json &json) {
     plan.minMessageSize = n->u64();
   if (auto n = root.find("max_message_size"))
     plan.maxMessageSize = n->u64();
+  if (auto n = root.find("variable_sizes")) {
+    n->object();
+    VariableSizes vs;
+    vs.counts = n->at("counts").str();
+    if (vs.counts != "matrix")
+      n->at("counts").fail("unknown count form `" + vs.counts + "` (expected `matrix`)");
+    if (auto b = n->find("block_bound"))
+      vs.blockBound = b->u64();
+    plan.variableSizes = vs;
+  }
   Node gpus = root.at("gpus");
   size_t ng = gpus.array();
   plan.gpus.reserve(ng);

@@ -8,6 +8,7 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "PlanVerifyInternal.h"
+#include "msccl/plan/Symbolic.h"
 
 namespace msccl::verify::detail {
 using namespace msccl::plan;
@@ -369,6 +370,33 @@ using namespace msccl::plan;
 using detail::Verifier;
 
 VerifyResult verifyPlan(const Plan &plan, const VerifyOptions &options) {
+  if (plan.variableSizes) {
+    // AllToAllV, for every count matrix: (1) every entry's index_expr/size_expr is the offset and
+    // length of its block range under the layout (prefix sums of the counts; scratch slots B
+    // apart) and every op's entries have the same length as affine forms; (2) the block-level
+    // plan (one chunk per block) is a correct, race- and deadlock-free AllToAll. The layout maps
+    // disjoint block ranges to disjoint element ranges and blocks are never split, so (1) + (2)
+    // carry the proof to every matrix (docs/verification.md, "AllToAllV").
+    std::vector<SymIssue> issues = checkAllToAllV(plan);
+    if (!issues.empty()) {
+      VerifyResult res;
+      for (const SymIssue &i : issues) {
+        Finding f;
+        f.kind = FindingKind::Plan;
+        f.path = i.path;
+        f.message = "variable sizes: " + i.message;
+        if (i.rank >= 0 && i.tb >= 0 && i.op >= 0) {
+          OpRef o;
+          o.rank = i.rank, o.tb = i.tb, o.op = i.op;
+          o.path = "gpus[" + std::to_string(i.rank) + "].threadblocks[" + std::to_string(i.tb) + "].ops[" + std::to_string(i.op) + "]";
+          f.ops.push_back(o);
+        }
+        res.findings.push_back(std::move(f));
+      }
+      return res;
+    }
+    return verifyPlan(blockImage(plan), options);
+  }
   VerifyResult res;
   res.findings = checkPlanShape(plan);
   if (!res.proven())

@@ -21,7 +21,7 @@
         keyword: ["and","break","continue","else","fn","for","if","import","in","let","not","or","param","program","return","with"],
         literal: ["false","none","true"],
         built_in: ["abs","assert","error","len","list","max","min","print","range","str"],
-        type: ["AllGather","AllReduce","AllToAll","Buffer","BufferType","LoopIterationContext","MemoryChannel","PortChannel","Rank","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
+        type: ["AllGather","AllReduce","AllToAll","AllToAllV","Buffer","BufferType","LoopIterationContext","MemoryChannel","PortChannel","Rank","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
       },
       contains: [
         hljs.C_LINE_COMMENT_MODE,

@@ -26,6 +26,10 @@ namespace msccl::driver {
 /// ...), as elaboration errors have: the notes of every error placed at an op's .msccl call.
 void reportSourceFrames(diag::DiagEngine &diag, const ir::OpSource &src);
 
+/// AllToAllV: writes every buffer entry's `index_expr`/`size_expr` (plan::deriveAllToAllV) and
+/// reports what cannot be sized at run time as err_variable_size at the op's .msccl call (first
+/// problem, then a count). Returns false when any.
+bool deriveVariableSizes(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources);
 /// `sources` may be null (findings are then reported at `fallback`).
 bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources);
 

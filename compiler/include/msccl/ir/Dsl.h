@@ -93,6 +93,10 @@ struct Collective {
   bool inplace = false;    ///< Only metadata in the plan.
   int64_t inputChunks = 0;  ///< Per rank.
   int64_t outputChunks = 0; ///< Per rank.
+  /// AllToAllV: block sizes are run-time counts (the plan gets `variable_sizes`); chunk indices
+  /// are block indices (one chunk per block), a scratch chunk is a slot of `maxBlock` elements.
+  bool variable = false;
+  int64_t maxBlock = 0;     ///< AllToAllV: the largest count the plan takes (elements; 0 = no bound, no scratch).
 
   /// AllReduce(num_ranks, chunk_factor, inplace): input = output = n*cf chunks.
   static Collective allReduce(int64_t numRanks, int64_t chunkFactor, bool inplace);
@@ -102,6 +106,9 @@ struct Collective {
   static Collective reduceScatter(int64_t numRanks, int64_t chunkFactor, bool inplace);
   /// AllToAll: input = output = n*cf.
   static Collective allToAll(int64_t numRanks, int64_t chunkFactor, bool inplace);
+  /// AllToAllV(num_ranks, max_block): input = output = n blocks of run-time sizes, never in place.
+  /// Throws DslError for max_block < 0.
+  static Collective allToAllV(int64_t numRanks, int64_t maxBlock);
   /// SendRecv: input = output = cf.
   static Collective sendRecv(int64_t numRanks, int64_t chunkFactor, bool inplace);
   /// TestCollective(num_ranks, input_size, output_size): inplace always false, name "test".

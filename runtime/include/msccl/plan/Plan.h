@@ -93,10 +93,14 @@ struct BufferRef {
   uint64_t index = 0;                  ///< Chunks.
   uint64_t size = 0;                   ///< Chunks.
   std::optional<uint32_t> rank;        ///< Extra key the emitter writes on some local chunks; ignored by executors.
+  /// Symbolic plans only (Plan::variableSizes): `index_expr` / `size_expr`, the entry's offset and
+  /// length in *elements* as an affine expression over the count matrix (plan#10.8,
+  /// grammar in msccl/plan/Symbolic.h). `index`/`size` then stay the entry's block range. Empty: none.
+  std::string indexExpr, sizeExpr;
 
-  static BufferRef local(BufferType t, uint64_t index, uint64_t size) { return {Loc::Local, t, 0, index, size, {}}; }
-  static BufferRef remote(uint32_t bufferId, uint64_t index, uint64_t size) { return {Loc::Remote, BufferType::Input, bufferId, index, size, {}}; }
-  static BufferRef switchRef(uint32_t switchChannelId, uint64_t index, uint64_t size) { return {Loc::Switch, BufferType::Input, switchChannelId, index, size, {}}; }
+  static BufferRef local(BufferType t, uint64_t index, uint64_t size) { return {Loc::Local, t, 0, index, size, {}, {}, {}}; }
+  static BufferRef remote(uint32_t bufferId, uint64_t index, uint64_t size) { return {Loc::Remote, BufferType::Input, bufferId, index, size, {}, {}, {}}; }
+  static BufferRef switchRef(uint32_t switchChannelId, uint64_t index, uint64_t size) { return {Loc::Switch, BufferType::Input, switchChannelId, index, size, {}, {}, {}}; }
   bool operator==(const BufferRef &o) const;
   bool operator!=(const BufferRef &o) const { return !(*this == o); }
 };
@@ -211,6 +215,14 @@ struct Gpu {
   bool operator==(const Gpu &o) const;
 };
 
+/// `variable_sizes`: the plan's buffer entries are sized at run time by a count matrix
+/// (AllToAllV, plan#10.8). Absent in fixed-size plans.
+struct VariableSizes {
+  std::string counts = "matrix"; ///< What the caller passes: the full n x n matrix counts[r][p] (elements).
+  uint64_t blockBound = 0;       ///< B: elements per scratch slot, the upper bound of every count; 0 = none.
+  bool operator==(const VariableSizes &o) const { return counts == o.counts && blockBound == o.blockBound; }
+};
+
 /// The whole plan. Defaults are those of the reference loader.
 struct Plan {
   std::optional<std::string> name;        ///< null when the DSL program had no name
@@ -224,6 +236,7 @@ struct Plan {
   uint64_t bufferAlignment = 16;          ///< Bytes.
   uint64_t minMessageSize = 0;            ///< Bytes.
   uint64_t maxMessageSize = UINT64_MAX;   ///< Bytes.
+  std::optional<VariableSizes> variableSizes; ///< Symbolic (run-time) sizes; nullopt for fixed-size plans.
   bool operator==(const Plan &o) const;
 };
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "msccl/runtime/Collective.h"
+#include "msccl/runtime/Counts.h"
 #include "msccl/runtime/Executor.h"
 
 #include <optional>
@@ -34,6 +35,9 @@ struct RunOptions {
   unsigned checkLaunches = 1;
   /// The plan already passed validatePlan with allowGlre (ExecuteRequest::planValidated).
   bool planValidated = false;
+  /// AllToAllV: the count matrix (elements) a plan with variable_sizes runs with; `size` is then
+  /// ignored. Required by such plans (ExecutionError(InvalidSize) without), ignored by others.
+  const CountMatrix *counts = nullptr;
 };
 
 struct RunReport {
@@ -44,6 +48,8 @@ struct RunReport {
   double algbw = 0, busbw = 0;              ///< GB/s (1e9 bytes per second).
   VerifyResult verify;                      ///< checked == false when not verified.
   std::vector<std::string> warnings;         ///< ExecuteResult::warnings of the runs (race checker).
+  uint64_t bytesMoved = 0;                  ///< AllToAllV: bytes of all blocks (sum of counts x element size); else 0.
+  double resolveSeconds = 0;                ///< AllToAllV: time of one CountsResolver::resolve (per call).
 };
 
 /// What every run of `plan` at `options.size` starts from, whatever runs it (runCollective, the
@@ -58,6 +64,11 @@ RunReport startRun(const plan::Plan &plan, const RunOptions &options);
 /// are not filled and nothing is verified (verify.checked stays false).
 /// Throws ExecutionError(InvalidSize) when the plan cannot take size S (the message says why, see messageSizesFor), ExecutionError(Unsupported) when `reduceOp` conflicts
 /// with the reduce_op the plan's ops fix, and whatever the backend throws.
+/// A plan with variable_sizes (AllToAllV) needs `options.counts`: it is resolved once
+/// (CountsResolver, Counts.h), the concrete plan runs, and each rank's output is checked against
+/// the matrix; report.bytesMoved is the bytes of all blocks and algbw is bytesMoved / ranks / time.
 RunReport runCollective(Executor &executor, const plan::Plan &plan, const RunOptions &options);
+/// AllToAllV report figures from the matrix (bytesMoved, algbw, busbw); shared with the MPI runner.
+void finishVariableReport(RunReport &report, const CountMatrix &counts, plan::DataType type, uint32_t nranks);
 
 } // namespace msccl::runtime

@@ -29,8 +29,9 @@ syn keyword mscclBoolean false true
 syn match mscclNone "\<none\>"
 
 " Builtins (compiler/include/msccl/elab/Builtins.def).
-syn keyword mscclClass AllGather AllReduce AllToAll Buffer LoopIterationContext MemoryChannel PortChannel
-syn keyword mscclClass Rank ReduceScatter Semaphore SendRecv SwitchChannel TestCollective ThreadBlockGroup
+syn keyword mscclClass AllGather AllReduce AllToAll AllToAllV Buffer LoopIterationContext MemoryChannel
+syn keyword mscclClass PortChannel Rank ReduceScatter Semaphore SendRecv SwitchChannel TestCollective
+syn keyword mscclClass ThreadBlockGroup
 syn keyword mscclEnum BufferType ReduceOperationType ReplicationPolicy SyncType
 syn match mscclBuiltinFunction "\<\%(assert\|error\|print\|range\|list\|abs\|len\|max\|min\|str\)\>\ze\s*("
 syn match mscclMethod "\%(\.\s*\)\@<=\%(put_with_signal_and_flush\|broadcast_packets\|get_output_buffer\|get_input_buffer\|read_put_packets\|put_with_signal\|unpack_packets\|copy_packets\|put_packets\|broadcast\|acquire\|at_rank\|barrier\|release\|append\|reduce\|signal\|values\|flush\|items\|numtb\|copy\|keys\|wait\|get\|put\)\>\ze\s*("
