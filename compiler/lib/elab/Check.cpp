@@ -571,6 +571,20 @@ private:
             error(a->loc, DiagId::err_unknown_enum_member, {e.name, str(a->name), diag::didYouMean(str(a->name), cands)});
           return;
         }
+        // MSCCLPPLang's `Buffer.input / .output / .scratch` (the class `Buffer` is not an enum):
+        // the members of BufferType.
+        if (it != globals_.end() && it->second.kind == RefKind::Class &&
+            static_cast<ClassId>(it->second.index) == ClassId::Buffer) {
+          const EnumInfo &e = builtins().enumInfo(EnumId::BufferType);
+          for (auto &m : e.members)
+            if (m.first == str(a->name)) {
+              n->ref = RefKind::Enum;
+              n->index = static_cast<uint32_t>(EnumId::BufferType);
+              a->enumId = static_cast<int>(EnumId::BufferType);
+              a->member = static_cast<int>(m.second);
+              return;
+            }
+        }
       }
     }
     expr(a->object);
