@@ -21,6 +21,7 @@
 #include "msccl/elab/Loader.h"
 #include "msccl/frontend/AstDump.h"
 #include "msccl/ir/IR.h"
+#include "msccl/legacy/LegacyPasses.h"
 #include "msccl/passes/Pipeline.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/Version.h"
@@ -37,8 +38,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include "msccl/legacy/LegacyPasses.h"
-
 #include <memory>
 #include <optional>
 #include <iterator>
@@ -199,12 +198,19 @@ bool compileLegacyProgram(diag::DiagEngine &diag, llvm::SMLoc loc, legacy::Progr
       output.text = std::move(text);
       return true;
     }
-    diag.report(loc, DiagId::err_pass, {"a program in the mscclpplang style is written with `--plan-format=legacy` only"});
-    return false;
+    // Today's format: the one plan reader converts the legacy plan (plan/LegacyPlan.h), so this
+    // plan is exactly what `plan-convert` makes of the legacy one.
+    output.plan = plan::parsePlan(text);
   } catch (const legacy::LegacyError &e) {
     diag.report(loc, DiagId::err_pass, {e.what()});
     return false;
+  } catch (const plan::PlanError &e) {
+    diag.report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
+    return false;
   }
+  if (!o.noVerify && !verifyCompiledPlan(diag, loc, *output.plan, nullptr))
+    return false;
+  return true;
 }
 
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
