@@ -1,7 +1,11 @@
 //===- Check.cpp - The checks phase: names, arity, keywords, static types ---------------===//
 #include "msccl/elab/Check.h"
 
+#include "msccl/diag/Spellings.h"
+
 #include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
 #include <llvm/ADT/DenseSet.h>
 
 namespace msccl::elab {
@@ -30,6 +34,11 @@ bool bindArguments(const std::vector<Arg> &args, const std::vector<ParamSig> &pa
     while (p < params.size() && params[p].name != a.name)
       ++p;
     if (p == params.size()) {
+      if (auto *old = diag::findSpelling(diag::Spelling::Kind::Keyword, names.str(a.name))) {
+        report(a.loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        ok = false;
+        continue;
+      }
       std::vector<std::string> cands;
       for (auto &q : params)
         cands.push_back(names.str(q.name));
@@ -422,6 +431,10 @@ private:
       return true;
     auto it = globals_.find(n->name);
     if (it == globals_.end()) {
+      if (auto *old = diag::findSpelling(diag::Spelling::Kind::Name, str(n->name))) {
+        error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        return false;
+      }
       std::vector<std::string> cands;
       for (auto &s : scopes_)
         for (auto &kv : s.names)
@@ -518,6 +531,12 @@ private:
   }
 
   void methodCall(MethodCallExpr *m) {
+    const diag::Spelling *old = diag::findSpelling(diag::Spelling::Kind::Method, str(m->method));
+    if (old && old->action == diag::Spelling::Action::Error) {
+      args(m->args); // the receiver may be a class name (`Rank.Semaphore(...)`): not checked
+      error(m->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+      return;
+    }
     expr(m->object);
     args(m->args);
     SType t = typeOf(m->object);
@@ -536,6 +555,22 @@ private:
     }
     const auto &b = builtins();
     const MethodInfo *mi = findMethod(cls, m->method);
+    if (!mi && old && old->action == diag::Spelling::Action::Alias) {
+      // `ch.relaxedSignal(tb)` -> `ch.signal(tb, relaxed = true)`, where today's method has that parameter.
+      Sym today = names_.intern(std::string(old->today)), extra = names_.intern(std::string(old->extra));
+      const MethodInfo *target = findMethod(cls, today);
+      bool hasExtra = target && std::any_of(target->params.begin(), target->params.end(),
+                                            [&](const ParamInfo &p) { return p.name == old->extra; });
+      if (!hasExtra) {
+        error(m->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt) + " (`" + b.cls(cls).name +
+                                                                           "` has no such form)"});
+        return;
+      }
+      error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+      m->method = today;
+      m->args.push_back(Arg{extra, m->loc, unit_.ctx->expr<BoolExpr>(m->loc, true)});
+      mi = target;
+    }
     if (!mi) {
       std::vector<std::string> cands;
       for (MethodId x : b.cls(cls).methods)
@@ -554,6 +589,18 @@ private:
     if (a->object->kind == ExprKind::Name) {
       auto *n = static_cast<NameExpr *>(a->object);
       if (!resolveLocal(n)) {
+        if (auto *old = diag::findSpelling(diag::Spelling::Kind::Attr, str(n->name) + "." + str(a->name))) {
+          if (old->action == diag::Spelling::Action::Error) {
+            error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+            return;
+          }
+          // `Buffer.scratch` -> `BufferType.scratch`: read on as today's `Enum.member`.
+          error(n->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+          std::string_view today = old->today;
+          size_t dot = today.find('.');
+          n->name = names_.intern(std::string(today.substr(0, dot)));
+          a->name = names_.intern(std::string(today.substr(dot + 1)));
+        }
         auto it = globals_.find(n->name);
         if (it != globals_.end() && it->second.kind == RefKind::Enum) {
           n->ref = RefKind::Enum;
