@@ -530,6 +530,12 @@ private:
     return nullptr;
   }
 
+  /// `x.relaxedSignal(args)` -> `x.signal(args, relaxed = true)` (a Method alias of Spellings.def).
+  void rewriteAlias(MethodCallExpr *m, const diag::Spelling &old) {
+    m->method = names_.intern(std::string(old.today));
+    m->args.push_back(Arg{names_.intern(std::string(old.extra)), m->loc, unit_.ctx->expr<BoolExpr>(m->loc, true)});
+  }
+
   void methodCall(MethodCallExpr *m) {
     const diag::Spelling *old = diag::findSpelling(diag::Spelling::Kind::Method, str(m->method));
     if (old && old->action == diag::Spelling::Action::Error) {
@@ -547,9 +553,15 @@ private:
       cls = ClassId::list;
     else if (t.kind == SType::Map)
       cls = ClassId::map;
-    else if (t.kind == SType::Unknown)
+    else if (t.kind == SType::Unknown) {
+      if (old && old->action == diag::Spelling::Action::Alias) {
+        // The receiver's class is known only when the program runs: rewrite here, the elaborator
+        // reports a receiver without today's form (`PortChannel.signal` has no `relaxed`).
+        error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        rewriteAlias(m, *old);
+      }
       return;
-    else {
+    } else {
       error(m->loc, DiagId::err_unknown_method, {t.describe(), str(m->method), ""});
       return;
     }
@@ -557,7 +569,7 @@ private:
     const MethodInfo *mi = findMethod(cls, m->method);
     if (!mi && old && old->action == diag::Spelling::Action::Alias) {
       // `ch.relaxedSignal(tb)` -> `ch.signal(tb, relaxed = true)`, where today's method has that parameter.
-      Sym today = names_.intern(std::string(old->today)), extra = names_.intern(std::string(old->extra));
+      Sym today = names_.intern(std::string(old->today));
       const MethodInfo *target = findMethod(cls, today);
       bool hasExtra = target && std::any_of(target->params.begin(), target->params.end(),
                                             [&](const ParamInfo &p) { return p.name == old->extra; });
@@ -567,8 +579,7 @@ private:
         return;
       }
       error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
-      m->method = today;
-      m->args.push_back(Arg{extra, m->loc, unit_.ctx->expr<BoolExpr>(m->loc, true)});
+      rewriteAlias(m, *old);
       mi = target;
     }
     if (!mi) {
