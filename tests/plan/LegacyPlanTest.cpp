@@ -128,3 +128,42 @@ TEST_CASE("what cannot be converted is an error at its JSON path", "[legacy]") {
   json missing = {{"name", "copy"}, {"srcbuff", "i"}, {"srcoff", 0}, {"dstbuff", "o"}, {"cnt", 1}};
   CHECK(errorOf(twoRanks(json::array({missing}))) == "gpus[0].threadblocks[0].ops[0]: missing required key `dstoff`");
 }
+
+TEST_CASE("get, reduce-send and nvls ops", "[legacy]") {
+  json get = {{"name", "get"}, {"i_buff", {{"src", "i"}, {"dst", "o"}}}, {"i_cids", {{{"id", 0}, {"off", 2}}}},
+              {"dsts", {{{"buff", "i"}, {"off", 3}}}}, {"ctype", "memory"}, {"cnt", 1}};
+  json rs = {{"name", "rs"}, {"o_buff", {{"src", "i"}, {"dst", "o"}}}, {"o_cids", {{{"id", 0}, {"off", 1}}}},
+             {"srcs", {{{"buff", "o"}, {"off", 2}}, {{"buff", "i"}, {"off", 3}}}},
+             {"srcbuff", "i"}, {"srcoff", 0}, {"dstbuff", "i"}, {"dstoff", 0}, {"ctype", "memory"}, {"cnt", 1}};
+  Plan p = fromJson(twoRanks(json::array({get, rs})));
+  const auto &ops = p.gpus[0].threadblocks[0].ops;
+  CHECK(ops[0].type == OpType::Get);
+  CHECK(ops[0].src == std::vector<BufferRef>{BufferRef::remote(0, 2, 1)});
+  CHECK(ops[0].dst == std::vector<BufferRef>{BufferRef::local(BufferType::Input, 3, 1)});
+  CHECK(ops[0].channelIds == std::vector<uint32_t>{0});
+  CHECK(ops[1].type == OpType::ReduceSend);
+  // Every `srcs` entry is read from the first one's buffer, as the old executor did.
+  CHECK(ops[1].src == std::vector<BufferRef>{BufferRef::local(BufferType::Input, 0, 1), BufferRef::local(BufferType::Output, 2, 1),
+                                             BufferRef::local(BufferType::Output, 3, 1)});
+  CHECK(ops[1].dst == std::vector<BufferRef>{BufferRef::local(BufferType::Input, 0, 1), BufferRef::remote(0, 1, 1)});
+
+  json j = twoRanks(json::array({{{"name", "glres"}, {"i_cids", {{{"id", 0}}}}, {"o_cids", {{{"id", 0}}}}, {"srcbuff", "i"},
+                                  {"srcoff", 1}, {"dstbuff", "i"}, {"dstoff", 1}, {"ctype", "nvls"}, {"cnt", 1}}}));
+  j["gpus"][0]["channels"].push_back({{"buff", "i"}, {"type", "nvls"}, {"rankGroups", {{{"size", 4}, {"ranks", {0, 1}}}}}});
+  j["gpus"][0]["threadblocks"][0]["channels"].push_back({{"src", "i"}, {"dst", "i"}, {"ctype", "nvls"}, {"cids", {0}}});
+  Plan q = fromJson(j);
+  const Gpu &g = q.gpus[0];
+  REQUIRE(g.channels.size() == 3);
+  CHECK(g.channels[2].channelType == ChannelType::Switch);
+  CHECK(g.channels[2].rankGroups == std::vector<RankGroup>{RankGroup{2, {0, 1}}});
+  const Op &op = g.threadblocks[0].ops[0];
+  CHECK(op.type == OpType::MultiLoadReduceStore);
+  CHECK(op.src == std::vector<BufferRef>{BufferRef::switchRef(0, 1, 1)});
+  CHECK(op.dst == std::vector<BufferRef>{BufferRef::switchRef(0, 1, 1)});
+
+  // A put over an nvls channel has no peer buffer to name.
+  json bad = {{"name", "put"}, {"o_buff", {{"src", "i"}, {"dst", "i"}}}, {"o_cids", {{{"id", 0}, {"off", 0}}}},
+              {"srcs", {{{"buff", "i"}, {"off", 0}}}}, {"ctype", "nvls"}, {"cnt", 1}};
+  j["gpus"][0]["threadblocks"][0]["ops"] = json::array({bad});
+  CHECK(errorOf(j) == "gpus[0].threadblocks[0].ops[0].o_cids[0]: a peer's buffer is reached through a memory or port channel, not `nvls`");
+}

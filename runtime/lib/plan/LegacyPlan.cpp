@@ -147,6 +147,9 @@ struct OpReader {
 
   /// A remote entry reached through `entry` (an i_cids/o_cids element) of key `k`.
   BufferRef remote(const Node &entry, const Key &k, uint64_t size) {
+    if (k.type != ChannelType::Memory && k.type != ChannelType::Port)
+      entry.fail("a peer's buffer is reached through a memory or port channel, not `" +
+                 std::string(legacyChannelTypeName(k.type)) + "`");
     uint32_t local = channel(entry, k);
     uint32_t peer = gpu.peers[slot(k.type)][tb.local[slot(k.type)][local]];
     uint32_t id = tb.ref(k.type, gpu.remoteBuffer(peer, k.dst, k.type));
