@@ -51,6 +51,10 @@ while IFS=$'\t' read -r plan _; do
     out=$("$run" -n 1 --size 64K "$p" 2>&1); rc=$?
     if [[ -n ${refused[$plan]:-} ]]; then
       if [[ $rc == 0 ]] || ! grep -qF "${refused[$plan]}" <<<"$out"; then fail "$plan ($form): expected a refusal '${refused[$plan]}', got exit $rc:"; echo "$out" | tail -5; fi
+      # The paths name the converted plan; msccl-run says so for a file in the older format.
+      note="is in MSCCLPPLang's older plan format; the paths name the plan converted"
+      if [[ $form == legacy ]] && ! grep -qF "$note" <<<"$out"; then fail "$plan: no note that the paths name the converted plan"; fi
+      if [[ $form == current ]] && grep -qF "$note" <<<"$out"; then fail "$plan: upgraded plan reported as older format"; fi
     elif [[ $rc != 0 ]] || ! grep -q "all results correct" <<<"$out"; then
       fail "$plan ($form): msccl-run exit $rc:"; echo "$out" | tail -5
     else

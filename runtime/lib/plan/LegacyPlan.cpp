@@ -26,6 +26,7 @@
 #include "JsonNode.h"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <tuple>
 
@@ -485,6 +486,14 @@ bool isLegacyPlan(const nlohmann::json &json) {
     return false;
   const auto &g = (*gpus)[0];
   return !g.contains("input_chunks") && (g.contains("inputChunks") || g.contains("chunkGroups"));
+}
+
+bool isLegacyPlanFile(const std::string &filename) {
+  std::ifstream in(filename, std::ios::binary);
+  if (!in)
+    return false;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return !j.is_discarded() && isLegacyPlan(j);
 }
 
 Plan fromLegacyJson(const nlohmann::json &json) {

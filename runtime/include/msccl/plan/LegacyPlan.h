@@ -26,11 +26,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 namespace msccl::plan {
 
 /// Whether `json` is a plan in the older format: an object whose `gpus` array's first element is
 /// an object with `inputChunks` or `chunkGroups` and without `input_chunks`. Never throws.
 bool isLegacyPlan(const nlohmann::json &json);
+
+/// Whether the file `filename` holds a plan in the older format (isLegacyPlan of its JSON); false
+/// when it cannot be read or is not JSON. Tools call it to say that the JSON paths of their
+/// findings name the converted plan (`plan-convert FILE` prints it). Never throws.
+bool isLegacyPlanFile(const std::string &filename);
 
 /// Older-format JSON value -> Plan in today's model. Throws PlanError naming the JSON path of the
 /// first problem (an unknown op or channel type, a `cids`/`i_cids`/`o_cids` id that resolves to
