@@ -34,7 +34,9 @@ bool bindArguments(const std::vector<Arg> &args, const std::vector<ParamSig> &pa
     while (p < params.size() && params[p].name != a.name)
       ++p;
     if (p == params.size()) {
-      if (auto *old = diag::findSpelling(diag::Spelling::Kind::Keyword, names.str(a.name))) {
+      // A keyword of the design documents, given to a builtin (a user's fn keeps the plain error).
+      const diag::Spelling *old = callee.rfind("fn `", 0) == 0 ? nullptr : diag::findSpelling(diag::Spelling::Kind::Keyword, names.str(a.name));
+      if (old) {
         report(a.loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
         ok = false;
         continue;
