@@ -4,9 +4,9 @@
 #include "msccl/diag/Spellings.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
-#include <llvm/ADT/DenseSet.h>
 
 namespace msccl::elab {
 
