@@ -495,6 +495,7 @@ private:
     case RefKind::Class: {
       const ClassInfo &ci = builtins().classes[n->index];
       std::string desc = "`" + ci.name + "`";
+      aliasKeywords(c->args, &ci.ctorParams);
       c->bound = bindArguments(c->args, sigOf(ci.ctorParams), desc, names_, c->loc, c->binding, rep);
       if (c->bound)
         checkArgTypes(c->args, c->binding, ci.ctorParams, desc);
@@ -532,6 +533,36 @@ private:
     return nullptr;
   }
 
+  /// `sync = "before"` -> `data_sync = SyncType.before` (a Keyword alias of Spellings.def), in a call
+  /// of a builtin whose parameters `params` include today's keyword but not the old one (null: a
+  /// method of a receiver known only at run time, which then checks the keyword), when the value
+  /// is a string literal naming a member of the enum. Other uses stay for bindArguments, which
+  /// names today's spelling in an error.
+  void aliasKeywords(std::vector<Arg> &as, const std::vector<ParamInfo> *params) {
+    auto has = [&](std::string_view name) {
+      return !params || std::any_of(params->begin(), params->end(), [&](const ParamInfo &p) { return p.name == name; });
+    };
+    for (Arg &a : as) {
+      if (a.name == kNoSym || a.value->kind != ExprKind::Str)
+        continue;
+      const diag::Spelling *old = diag::findSpelling(diag::Spelling::Kind::Keyword, str(a.name));
+      if (!old || old->action != diag::Spelling::Action::Alias || (params && has(old->old)) || !has(old->today))
+        continue;
+      const std::string &member = static_cast<StrExpr *>(a.value)->value;
+      const auto &enums = builtins().enums;
+      auto e = std::find_if(enums.begin(), enums.end(), [&](const EnumInfo &x) { return x.name == old->extra; });
+      if (e == enums.end() || std::none_of(e->members.begin(), e->members.end(), [&](const auto &m) { return m.first == member; }))
+        continue;
+      std::string today = std::string(old->today) + " = " + e->name + "." + member;
+      error(a.loc, DiagId::warn_old_spelling, {"`" + str(a.name) + " = \"" + member + "\"`", "`" + today + "`"});
+      auto *attr = unit_.ctx->expr<AttrExpr>(a.value->loc, unit_.ctx->expr<NameExpr>(a.value->loc, names_.intern(e->name)),
+                                             names_.intern(member));
+      a.name = names_.intern(std::string(old->today));
+      a.value = attr;
+      expr(attr);
+    }
+  }
+
   /// `x.relaxedSignal(args)` -> `x.signal(args, relaxed = true)` (a Method alias of Spellings.def).
   void rewriteAlias(MethodCallExpr *m, const diag::Spelling &old) {
     m->method = names_.intern(std::string(old.today));
@@ -562,6 +593,7 @@ private:
         error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
         rewriteAlias(m, *old);
       }
+      aliasKeywords(m->args, nullptr);
       return;
     } else {
       error(m->loc, DiagId::err_unknown_method, {t.describe(), str(m->method), ""});
@@ -591,6 +623,7 @@ private:
       error(m->loc, DiagId::err_unknown_method, {b.cls(cls).name, str(m->method), diag::didYouMean(str(m->method), cands)});
       return;
     }
+    aliasKeywords(m->args, &mi->params);
     Binding bnd;
     std::string desc = "method `" + b.cls(cls).name + "." + mi->name + "`";
     auto rep = [&](SMLoc l, DiagId id, std::vector<std::string> a) { error(l, id, std::move(a)); };
