@@ -14,7 +14,7 @@ set(MSCCL_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/msccl")
 # Exported libraries and their msccl:: names.
 set(_msccl_exported
   msccl_plan:plan msccl_runtime:runtime msccl_verify:verify msccl_cpu:cpu msccl_sim:sim msccl_cuda_lower:cuda_lower
-  msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend
+  msccl_diag:diag msccl_frontend:frontend msccl_ir:ir msccl_passes:passes msccl_backend:backend msccl_legacy:legacy
   msccl_elab:elab msccl_driver:compiler msccl_lsp:lsp
   # interface targets the libraries link (LLVM Support; warning flags, link-only)
   msccl_llvm:llvm msccl_warnings:warnings msccl_version:version)

@@ -21,6 +21,7 @@
 #include "msccl/elab/Loader.h"
 #include "msccl/frontend/AstDump.h"
 #include "msccl/ir/IR.h"
+#include "msccl/legacy/LegacyPasses.h"
 #include "msccl/passes/Pipeline.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/Version.h"
@@ -68,6 +69,11 @@ struct CommandLine {
                                 clEnumValN(Emit::Ir, "ir", "the DSL IR before passes"),
                                 clEnumValN(Emit::Json, "json", "the MSCCL++ JSON execution plan (default)")),
                      cl::cat(cat)};
+  cl::opt<PlanFormat> planFormat{"plan-format", cl::desc("The JSON plan format"), cl::init(PlanFormat::Current),
+                                 cl::values(clEnumValN(PlanFormat::Current, "current", "today's MSCCL++ plan format (default)"),
+                                            clEnumValN(PlanFormat::Legacy, "legacy",
+                                                       "MSCCLPPLang's older format (mscclpplang-style programs)")),
+                                 cl::cat(cat)};
   cl::list<std::string> printAfter{"print-after",
                                    cl::desc("Print the IR to stderr after a pass (pairing, fusion, "
                                             "sync-insertion, dependency, replication, or all)"),
@@ -106,7 +112,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact), std::addressof(verifyIrEach), std::addressof(sourceMapFile)};
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(planFormat), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact), std::addressof(verifyIrEach), std::addressof(sourceMapFile)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -117,6 +123,7 @@ struct CommandLine {
     o.defines.assign(defines.begin(), defines.end());
     o.includeDirs.assign(includeDirs.begin(), includeDirs.end());
     o.emit = emit;
+    o.planFormat = planFormat;
     o.printAfter.assign(printAfter.begin(), printAfter.end());
     o.noFusion = noFusion;
     o.noAutoSync = noAutoSync;
@@ -144,6 +151,7 @@ struct Options {
   elab::ElabOptions elab;
   std::vector<std::string> printAfter;
   Emit emit = Emit::Json;
+  PlanFormat planFormat = PlanFormat::Current;
   bool noFusion = false, noAutoSync = false, noVerify = false, verifyIrEach = false;
   std::string sourceMapFile;
 };
@@ -176,6 +184,35 @@ void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, con
     diag.report(related, DiagId::note_pass_related);
 }
 
+/// The passes of an mscclpplang-style program (msccl/legacy/LegacyPasses.h) and its plan in
+/// the asked format.
+bool compileLegacyProgram(diag::DiagEngine &diag, llvm::SMLoc loc, legacy::Program &program, const Options &o,
+                          Output &output, bool wantPlan) {
+  if (o.emit == Emit::Ir) {
+    diag.report(loc, DiagId::err_pass, {"`--emit=ir`: a program in the mscclpplang style has no DSL IR"});
+    return false;
+  }
+  try {
+    std::string text = legacy::compileLegacy(program);
+    if (o.planFormat == PlanFormat::Legacy && !wantPlan) {
+      output.text = std::move(text);
+      return true;
+    }
+    // Today's format: the one plan reader converts the legacy plan (plan/LegacyPlan.h), so this
+    // plan is exactly what `plan-convert` makes of the legacy one.
+    output.plan = plan::parsePlan(text);
+  } catch (const legacy::LegacyError &e) {
+    diag.report(loc, DiagId::err_pass, {e.what()});
+    return false;
+  } catch (const plan::PlanError &e) {
+    diag.report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
+    return false;
+  }
+  if (!o.noVerify && !verifyCompiledPlan(diag, loc, *output.plan, nullptr))
+    return false;
+  return true;
+}
+
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
 /// this returns; only the program or the plan is kept. Returns false on error (reported).
 bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err,
@@ -196,8 +233,15 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   elab::ElabOptions eo = o.elab;
   eo.printStream = &err;
   elab::ElabResult r = elab::elaborate(unit, diag, eo);
+  if (r.legacy)
+    return compileLegacyProgram(diag, unit.program->loc, *r.legacy, o, output, wantPlan);
   if (!r.program)
     return false;
+  if (o.planFormat == PlanFormat::Legacy) {
+    diag.report(unit.program->loc, DiagId::err_pass,
+                {"`--plan-format=legacy` writes programs in the mscclpplang style (`style = \"mscclpplang\"`) only"});
+    return false;
+  }
   if (o.emit == Emit::Ir) {
     outText = ir::printIR(r.program->ir());
     return true;
@@ -379,6 +423,7 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   o.path.stdlibDir = mo.stdlibDir.empty() ? elab::defaultStdlibDir() : mo.stdlibDir;
   o.printAfter = mo.printAfter;
   o.emit = mo.emit;
+  o.planFormat = mo.planFormat;
   o.noFusion = mo.noFusion;
   o.noAutoSync = mo.noAutoSync;
   o.noVerify = mo.noVerify;

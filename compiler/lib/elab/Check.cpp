@@ -132,13 +132,30 @@ class Checker {
 public:
   Checker(Unit &u, diag::DiagEngine &d) : unit_(u), diag_(d), names_(u.ctx->names) {
     const auto &b = builtins();
+    // The functions of the mscclpplang style exist in that style only (elsewhere `rank` and
+    // `chunk` stay free for the program's own names).
+    bool legacyStyle = mscclpplangStyle();
     for (size_t i = 0; i < b.fns.size(); ++i)
-      globals_[names_.intern(b.fns[i].name)] = {RefKind::Builtin, static_cast<uint32_t>(i), SMLoc()};
+      if (legacyStyle || (b.fns[i].name != "chunk" && b.fns[i].name != "rank" && b.fns[i].name != "Check"))
+        globals_[names_.intern(b.fns[i].name)] = {RefKind::Builtin, static_cast<uint32_t>(i), SMLoc()};
     for (size_t i = 0; i < b.classes.size(); ++i)
       if (b.classes[i].constructible)
         globals_[names_.intern(b.classes[i].name)] = {RefKind::Class, static_cast<uint32_t>(i), SMLoc()};
     for (size_t i = 0; i < b.enums.size(); ++i)
       globals_[names_.intern(b.enums[i].name)] = {RefKind::Enum, static_cast<uint32_t>(i), SMLoc()};
+  }
+
+  /// Whether the unit's program declares `style = "mscclpplang"` (a string literal): there,
+  /// MSCCLPPLang's `Buffer.input / .output / .scratch` name buffers, and the spellings of
+  /// MSCCLPPLang's API (group_load_reduce, ...) are that style's own, not old spellings.
+  bool mscclpplangStyle() {
+    for (Module *m : unit_.modules)
+      for (ProgramDecl *p : m->programs)
+        for (auto &o : p->options)
+          if (names_.str(o.name) == "style" && o.value->kind == ExprKind::Str &&
+              static_cast<StrExpr *>(o.value)->value == "mscclpplang")
+            return true;
+    return false;
   }
 
   bool run() {
@@ -443,7 +460,12 @@ private:
           cands.push_back(str(kv.first));
       for (auto &kv : globals_)
         cands.push_back(str(kv.first));
-      error(n->loc, DiagId::err_unknown_name, {str(n->name), diag::didYouMean(str(n->name), cands)});
+      const std::string &nm = str(n->name);
+      if (nm == "chunk" || nm == "rank" || nm == "Check")
+        error(n->loc, DiagId::err_unknown_name,
+              {nm, "; `" + nm + "` belongs to the mscclpplang style: declare the program with `style = \"mscclpplang\"`"});
+      else
+        error(n->loc, DiagId::err_unknown_name, {nm, diag::didYouMean(nm, cands)});
       return false;
     }
     n->ref = it->second.kind;
@@ -663,6 +685,20 @@ private:
           if (a->enumId < 0)
             error(a->loc, DiagId::err_unknown_enum_member, {e.name, str(a->name), diag::didYouMean(str(a->name), cands)});
           return;
+        }
+        // In the mscclpplang style, MSCCLPPLang's `Buffer.input / .output / .scratch` (the class
+        // `Buffer` is not an enum) are the members of BufferType.
+        if (it != globals_.end() && it->second.kind == RefKind::Class &&
+            static_cast<ClassId>(it->second.index) == ClassId::Buffer && mscclpplangStyle()) {
+          const EnumInfo &e = builtins().enumInfo(EnumId::BufferType);
+          for (auto &m : e.members)
+            if (m.first == str(a->name)) {
+              n->ref = RefKind::Enum;
+              n->index = static_cast<uint32_t>(EnumId::BufferType);
+              a->enumId = static_cast<int>(EnumId::BufferType);
+              a->member = static_cast<int>(m.second);
+              return;
+            }
         }
       }
     }

@@ -41,6 +41,7 @@ public:
   void setParam(uint32_t index, Value v) { params_[index] = std::move(v); paramState_[index] = 2; }
   Value evalGlobal(const ast::Expr *e); ///< with an empty frame
   void runBody(const ast::Block &body, uint32_t numSlots);
+  void setLegacy(legacy::Program *p) { legacy_ = p; }
   void setProgram(ir::Program *p) {
     program_ = p;
     if (p)
@@ -127,6 +128,10 @@ private:
   diag::DiagEngine &diag_;
   const ElabOptions &opts_;
   ir::Program *program_ = nullptr;
+  legacy::Program *legacy_ = nullptr; ///< the mscclpplang style's program, when that style
+  legacy::Program &legacyProgram(llvm::SMLoc loc, const char *what);
+  Value legacyBuiltin(int fn, const std::vector<Value> &a, const std::vector<llvm::SMLoc> &locs, llvm::SMLoc loc);
+  Value legacyMethod(MethodId id, const Value &self, ArgValues &a, const ArgLocs &locs, llvm::SMLoc loc);
   Value *fp_ = nullptr; ///< current frame
   std::vector<Ctx> ctx_;
   llvm::DenseMap<const void *, uint32_t> sourceSites_; ///< AST node -> SourceTable site

@@ -246,6 +246,14 @@ Value Interp::callBuiltin(const CallExpr *c) {
     }
     return Value();
   case BuiltinFnId::Fn_error: fail(c->loc, DiagId::err_user_error, {toString(a[0])});
+  case BuiltinFnId::Fn_chunk:
+  case BuiltinFnId::Fn_rank:
+  case BuiltinFnId::Fn_Check: { // the mscclpplang style (InterpLegacy.cpp)
+    std::vector<SMLoc> l;
+    for (size_t i = 0; i < a.size(); ++i)
+      l.push_back(argLoc(i));
+    return legacyBuiltin(static_cast<int>(id), a, l, c->loc);
+  }
   }
   return Value();
 }
@@ -407,6 +415,12 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
   // One case per Builtins.def method, opened with PARAMS(Class, method) for its parameter names.
   try {
     switch (id) {
+    case MethodId::ChunkRef_put: case MethodId::ChunkRef_put_packet: case MethodId::ChunkRef_get:
+    case MethodId::ChunkRef_signal: case MethodId::ChunkRef_flush: case MethodId::ChunkRef_wait:
+    case MethodId::ChunkRef_copy: case MethodId::ChunkRef_copy_packet: case MethodId::ChunkRef_reduce:
+    case MethodId::ChunkRef_reduce_packet: case MethodId::ChunkRef_group_load_reduce:
+    case MethodId::ChunkRef_group_store: case MethodId::ChunkRef_split: case MethodId::ChunkRef_group:
+    case MethodId::RankRef_barrier: return legacyMethod(id, self, a, locs, loc); // InterpLegacy.cpp
     case MethodId::list_append: {
       PARAMS(list, append); self.as<ListObj>().items.push_back(a[ARG(x)]); return Value(); }
     case MethodId::map_keys:
@@ -592,6 +606,11 @@ Value Interp::attr(const AttrExpr *x) {
     case AttrId::MemoryChannel_dst_rank: return Value::integer(std::get<ir::MemoryChannel>(h).dstRank());
     case AttrId::PortChannel_src_rank: return Value::integer(std::get<ir::PortChannel>(h).srcRank());
     case AttrId::PortChannel_dst_rank: return Value::integer(std::get<ir::PortChannel>(h).dstRank());
+    case AttrId::ChunkRef_rank: return Value::integer(std::get<legacy::Ref>(h).rank);
+    case AttrId::ChunkRef_buffer:
+      return Value::enumMember(EnumId::BufferType, static_cast<int64_t>(std::get<legacy::Ref>(h).buffer));
+    case AttrId::ChunkRef_index: return Value::integer(std::get<legacy::Ref>(h).index);
+    case AttrId::ChunkRef_size: return Value::integer(std::get<legacy::Ref>(h).size);
     case AttrId::ThreadBlockGroup_tb_list: {
       std::vector<Value> items;
       for (int64_t tb : std::get<ir::ThreadBlockGroup>(h).tbList)

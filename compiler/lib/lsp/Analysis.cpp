@@ -7,6 +7,7 @@
 // view of a name is the compiler's.
 //
 //===------------------------------------------------------------------------------------===//
+#include "msccl/legacy/LegacyPasses.h"
 #include "msccl/lsp/Analysis.h"
 
 #include "msccl/backend/StreamCompile.h"
@@ -532,6 +533,14 @@ std::unique_ptr<Analysis> Analyzer::analyze(const std::string &path, const std::
     llvm::raw_string_ostream ps(printed);
     eo.printStream = &ps;
     elab::ElabResult r = elab::elaborate(a->unit, diag, eo);
+    if (r.legacy) { // the mscclpplang style: its passes report what the Python compiler asserts
+      try {
+        legacy::compileLegacy(*r.legacy);
+      } catch (const legacy::LegacyError &e) {
+        diag.report(a->unit.program ? a->unit.program->loc : llvm::SMLoc(), diag::DiagId::err_pass, {e.what()});
+      }
+      return;
+    }
     if (!r.program)
       return;
     try {

@@ -8,8 +8,10 @@
     // One mode per enum: `Enum.member` for the members of that enum only.
     const ENUM_MEMBERS = [
       { match: [/\bBufferType/, /\s*\.\s*/, /(?:scratch|output|input)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
+      { match: [/\bChannelType/, /\s*\.\s*/, /(?:memory|proxy|none|nvls|port|sm)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
+      { match: [/\bDataFormat/, /\s*\.\s*/, /(?:packet|raw)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
       { match: [/\bReduceOperationType/, /\s*\.\s*/, /(?:max|min|sum)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
-      { match: [/\bReplicationPolicy/, /\s*\.\s*/, /(?:interleaved|none)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
+      { match: [/\bReplicationPolicy/, /\s*\.\s*/, /(?:interleaved|duplicated|packed|none)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
       { match: [/\bSyncType/, /\s*\.\s*/, /(?:before|after|both|none)\b/], scope: { 1: 'type', 3: 'variable.constant' } },
     ];
     return {
@@ -20,8 +22,8 @@
         $pattern: IDENT,
         keyword: ["and","break","continue","else","fn","for","if","import","in","let","not","or","param","program","return","with"],
         literal: ["false","none","true"],
-        built_in: ["abs","assert","error","len","list","max","min","print","range","str"],
-        type: ["AllGather","AllReduce","AllToAll","Buffer","BufferType","LoopIterationContext","MemoryChannel","PortChannel","Rank","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
+        built_in: ["Check","abs","assert","chunk","error","len","list","max","min","print","range","rank","str"],
+        type: ["AllGather","AllReduce","AllToAll","Buffer","BufferType","ChannelType","DataFormat","LoopIterationContext","MemoryChannel","PortChannel","Rank","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
       },
       contains: [
         hljs.C_LINE_COMMENT_MODE,

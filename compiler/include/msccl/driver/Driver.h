@@ -29,6 +29,10 @@ namespace msccl::driver {
 /// What mscclc writes.
 enum class Emit { Ast, Ir, Json };
 
+/// The JSON plan format mscclc writes: today's MSCCL++ format, or MSCCLPPLang's older one
+/// (msccl/legacy/LegacyPlanFormat.h; programs in the mscclpplang style only).
+enum class PlanFormat { Current, Legacy };
+
 /// mscclc's command line, parsed. The defaults are those of an empty command line.
 struct MscclcOptions {
   std::string input;                      ///< FILE, `-` (the `in` stream) or `stdlib:NAME`; "" = none.
@@ -36,6 +40,7 @@ struct MscclcOptions {
   std::vector<std::string> defines;       ///< -D NAME=VALUE, in order.
   std::vector<std::string> includeDirs;   ///< -I DIR, in order.
   Emit emit = Emit::Json;                 ///< --emit=ast|ir|json
+  PlanFormat planFormat = PlanFormat::Current; ///< --plan-format=current|legacy
   std::vector<std::string> printAfter;    ///< --print-after=PASS (pass names or `all`).
   bool noFusion = false;                  ///< --no-fusion
   bool noAutoSync = false;                ///< --no-auto-sync

@@ -19,6 +19,7 @@
 #include "msccl/diag/Diagnostics.h"
 #include "msccl/elab/Loader.h"
 #include "msccl/ir/Dsl.h"
+#include "msccl/legacy/LegacyIR.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -48,9 +49,11 @@ struct ElabOptions {
 /// The elaborated program and its plan name.
 struct ElabResult {
   std::unique_ptr<ir::Program> program;
+  /// The program of the mscclpplang style (`style = "mscclpplang"`); `program` is null then.
+  std::unique_ptr<legacy::Program> legacy;
 };
 
-/// Runs the program. Returns a null program if an error was reported.
+/// Runs the program. Returns a null program (and null legacy) if an error was reported.
 ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions &options);
 
 } // namespace msccl::elab

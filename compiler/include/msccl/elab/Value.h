@@ -11,6 +11,7 @@
 
 #include "msccl/elab/Builtins.h"
 #include "msccl/ir/Dsl.h"
+#include "msccl/legacy/LegacyIR.h"
 
 #include <llvm/ADT/DenseMap.h>
 
@@ -188,6 +189,11 @@ struct LoopContext {
   int64_t unit, numChunks;
 };
 
+/// rank(r) of the mscclpplang style.
+struct LegacyRank {
+  int rank;
+};
+
 /// A collective handle, boxed: it is much larger than the other handles and rare, and the
 /// variant below is as large as its largest member (programs make many channels and chunks).
 using CollectiveBox = std::shared_ptr<const ir::Collective>;
@@ -196,7 +202,8 @@ using CollectiveBox = std::shared_ptr<const ir::Collective>;
 struct DslObj : HeapObj {
   ClassId cls;
   std::variant<CollectiveBox, ir::Rank, ir::Buffer, ir::Chunk, ir::MemoryChannel, ir::PortChannel,
-               ir::SwitchChannel, ir::SwitchChannelRankView, ir::Semaphore, ir::ThreadBlockGroup, LoopContext>
+               ir::SwitchChannel, ir::SwitchChannelRankView, ir::Semaphore, ir::ThreadBlockGroup, LoopContext,
+               legacy::Ref, LegacyRank>
       handle;
   template <typename T> DslObj(ClassId c, T h) : cls(c), handle(std::move(h)) {}
   MSCCL_POOLED(DslObj)

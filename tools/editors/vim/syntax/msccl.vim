@@ -31,13 +31,16 @@ syn match mscclNone "\<none\>"
 " Builtins (compiler/include/msccl/elab/Builtins.def).
 syn keyword mscclClass AllGather AllReduce AllToAll Buffer LoopIterationContext MemoryChannel PortChannel
 syn keyword mscclClass Rank ReduceScatter Semaphore SendRecv SwitchChannel TestCollective ThreadBlockGroup
-syn keyword mscclEnum BufferType ReduceOperationType ReplicationPolicy SyncType
-syn match mscclBuiltinFunction "\<\%(assert\|error\|print\|range\|list\|abs\|len\|max\|min\|str\)\>\ze\s*("
-syn match mscclMethod "\%(\.\s*\)\@<=\%(put_with_signal_and_flush\|broadcast_packets\|get_output_buffer\|get_input_buffer\|read_put_packets\|put_with_signal\|unpack_packets\|copy_packets\|put_packets\|broadcast\|acquire\|at_rank\|barrier\|release\|append\|reduce\|signal\|values\|flush\|items\|numtb\|copy\|keys\|wait\|get\|put\)\>\ze\s*("
+syn keyword mscclEnum BufferType ChannelType DataFormat ReduceOperationType ReplicationPolicy
+syn keyword mscclEnum SyncType
+syn match mscclBuiltinFunction "\<\%(assert\|Check\|chunk\|error\|print\|range\|list\|rank\|abs\|len\|max\|min\|str\)\>\ze\s*("
+syn match mscclMethod "\%(\.\s*\)\@<=\%(put_with_signal_and_flush\|broadcast_packets\|get_output_buffer\|group_load_reduce\|get_input_buffer\|read_put_packets\|put_with_signal\|unpack_packets\|reduce_packet\|copy_packets\|copy_packet\|group_store\|put_packets\|put_packet\|broadcast\|acquire\|at_rank\|barrier\|release\|append\|reduce\|signal\|values\|flush\|group\|items\|numtb\|split\|copy\|keys\|wait\|get\|put\)\>\ze\s*("
 syn match mscclAttribute "\%(\.\s*\)\@<=\%(buffer_type\|dst_rank\|src_rank\|tb_list\|buffer\|offset\|index\|rank\|size\)\>\%(\s*(\)\@!"
 syn match mscclEnumMember "\%(\<BufferType\s*\.\s*\)\@<=\%(scratch\|output\|input\)\>"
+syn match mscclEnumMember "\%(\<ChannelType\s*\.\s*\)\@<=\%(memory\|proxy\|none\|nvls\|port\|sm\)\>"
+syn match mscclEnumMember "\%(\<DataFormat\s*\.\s*\)\@<=\%(packet\|raw\)\>"
 syn match mscclEnumMember "\%(\<ReduceOperationType\s*\.\s*\)\@<=\%(max\|min\|sum\)\>"
-syn match mscclEnumMember "\%(\<ReplicationPolicy\s*\.\s*\)\@<=\%(interleaved\|none\)\>"
+syn match mscclEnumMember "\%(\<ReplicationPolicy\s*\.\s*\)\@<=\%(interleaved\|duplicated\|packed\|none\)\>"
 syn match mscclEnumMember "\%(\<SyncType\s*\.\s*\)\@<=\%(before\|after\|both\|none\)\>"
 
 " Declared names.
