@@ -7,6 +7,7 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace msccl::elab {
 
@@ -157,6 +158,15 @@ public:
             return true;
     return false;
   }
+  /// The design documents' spellings (diag/Spellings.def) are today's style's: in the mscclpplang
+  /// style `Buffer.input`, `ChannelType.sm`, `group_store`, ... are that style's own names.
+  bool oldSpellings() {
+    if (!oldSpellings_)
+      oldSpellings_ = !mscclpplangStyle();
+    return *oldSpellings_;
+  }
+  std::optional<bool> oldSpellings_;
+
 
   bool run() {
     // Declarations of every module.
@@ -450,7 +460,7 @@ private:
       return true;
     auto it = globals_.find(n->name);
     if (it == globals_.end()) {
-      if (auto *old = diag::findSpelling(diag::Spelling::Kind::Name, str(n->name))) {
+      if (auto *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Name, str(n->name)) : nullptr) {
         error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
         return false;
       }
@@ -567,7 +577,7 @@ private:
     for (Arg &a : as) {
       if (a.name == kNoSym || a.value->kind != ExprKind::Str)
         continue;
-      const diag::Spelling *old = diag::findSpelling(diag::Spelling::Kind::Keyword, str(a.name));
+      const diag::Spelling *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Keyword, str(a.name)) : nullptr;
       if (!old || old->action != diag::Spelling::Action::Alias || (params && has(old->old)) || !has(old->today))
         continue;
       const std::string &member = static_cast<StrExpr *>(a.value)->value;
@@ -592,7 +602,7 @@ private:
   }
 
   void methodCall(MethodCallExpr *m) {
-    const diag::Spelling *old = diag::findSpelling(diag::Spelling::Kind::Method, str(m->method));
+    const diag::Spelling *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Method, str(m->method)) : nullptr;
     if (old && old->action == diag::Spelling::Action::Error) {
       args(m->args); // the receiver may be a class name (`Rank.Semaphore(...)`): not checked
       error(m->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
@@ -657,7 +667,15 @@ private:
     if (a->object->kind == ExprKind::Name) {
       auto *n = static_cast<NameExpr *>(a->object);
       if (!resolveLocal(n)) {
-        if (auto *old = diag::findSpelling(diag::Spelling::Kind::Attr, str(n->name) + "." + str(a->name))) {
+        // `ChannelType.memory`: an enum of the mscclpplang style only; its Name row says what to write.
+        const diag::Spelling *old = nullptr;
+        if (oldSpellings()) {
+          old = diag::findSpelling(diag::Spelling::Kind::Attr, str(n->name) + "." + str(a->name));
+          if (!old)
+            if (auto *name = diag::findSpelling(diag::Spelling::Kind::Name, str(n->name)); name && globals_.count(n->name))
+              old = name;
+        }
+        if (old) {
           if (old->action == diag::Spelling::Action::Error) {
             error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
             return;
