@@ -9,6 +9,7 @@
 
 #include "msccl/Version.h"
 #include "msccl/driver/Driver.h"
+#include "msccl/plan/LegacyPlan.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/CpuExecutor.h"
@@ -308,6 +309,9 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
   if (!problems.empty()) {
     err << "msccl-run: error: " << o.input << ": invalid plan (" << problems.size() << " problem"
         << (problems.size() > 1 ? "s" : "") << "):" << describeProblems(problems) << "\n";
+    if (isLegacyPlanFile(o.input))
+      err << "msccl-run: note: " << o.input << " is in MSCCLPPLang's older plan format; the paths name the plan converted to "
+          << "today's format (`plan-convert " << o.input << "` prints it)\n";
     return 1;
   }
   if (lp.plan.variableSizes && o.counts.empty()) {

@@ -6,6 +6,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "VerifyDriver.h"
 
+#include "msccl/plan/LegacyPlan.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/SourceMapFile.h"
 #include "msccl/verify/PlanVerify.h"
@@ -124,6 +125,9 @@ int runMscclVerify(int argc, const char *const *argv, std::ostream &out, std::os
     bool proven = r.proven();
     if (!proven && status == 0)
       status = 1;
+    if (!proven && !jsonl && plan::isLegacyPlanFile(file))
+      out << file << ": note: in MSCCLPPLang's older plan format; the paths name the plan converted to today's format "
+          << "(`plan-convert " << file << "` prints it)\n";
     if (jsonl) {
       nlohmann::json s;
       s["plan"] = file;

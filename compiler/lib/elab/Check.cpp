@@ -1,8 +1,13 @@
 //===- Check.cpp - The checks phase: names, arity, keywords, static types ---------------===//
 #include "msccl/elab/Check.h"
 
+#include "msccl/diag/Spellings.h"
+
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+#include <optional>
 
 namespace msccl::elab {
 
@@ -30,6 +35,13 @@ bool bindArguments(const std::vector<Arg> &args, const std::vector<ParamSig> &pa
     while (p < params.size() && params[p].name != a.name)
       ++p;
     if (p == params.size()) {
+      // A keyword of the design documents, given to a builtin (a user's fn keeps the plain error).
+      const diag::Spelling *old = callee.rfind("fn `", 0) == 0 ? nullptr : diag::findSpelling(diag::Spelling::Kind::Keyword, names.str(a.name));
+      if (old) {
+        report(a.loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        ok = false;
+        continue;
+      }
       std::vector<std::string> cands;
       for (auto &q : params)
         cands.push_back(names.str(q.name));
@@ -146,6 +158,15 @@ public:
             return true;
     return false;
   }
+  /// The design documents' spellings (diag/Spellings.def) are today's style's: in the mscclpplang
+  /// style `Buffer.input`, `ChannelType.sm`, `group_store`, ... are that style's own names.
+  bool oldSpellings() {
+    if (!oldSpellings_)
+      oldSpellings_ = !mscclpplangStyle();
+    return *oldSpellings_;
+  }
+  std::optional<bool> oldSpellings_;
+
 
   bool run() {
     // Declarations of every module.
@@ -439,6 +460,10 @@ private:
       return true;
     auto it = globals_.find(n->name);
     if (it == globals_.end()) {
+      if (auto *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Name, str(n->name)) : nullptr) {
+        error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        return false;
+      }
       std::vector<std::string> cands;
       for (auto &s : scopes_)
         for (auto &kv : s.names)
@@ -502,6 +527,7 @@ private:
     case RefKind::Class: {
       const ClassInfo &ci = builtins().classes[n->index];
       std::string desc = "`" + ci.name + "`";
+      aliasKeywords(c->args, &ci.ctorParams);
       c->bound = bindArguments(c->args, sigOf(ci.ctorParams), desc, names_, c->loc, c->binding, rep);
       if (c->bound)
         checkArgTypes(c->args, c->binding, ci.ctorParams, desc);
@@ -539,7 +565,49 @@ private:
     return nullptr;
   }
 
+  /// `sync = "before"` -> `data_sync = SyncType.before` (a Keyword alias of Spellings.def), in a call
+  /// of a builtin whose parameters `params` include today's keyword but not the old one (null: a
+  /// method of a receiver known only at run time, which then checks the keyword), when the value
+  /// is a string literal naming a member of the enum. Other uses stay for bindArguments, which
+  /// names today's spelling in an error.
+  void aliasKeywords(std::vector<Arg> &as, const std::vector<ParamInfo> *params) {
+    auto has = [&](std::string_view name) {
+      return !params || std::any_of(params->begin(), params->end(), [&](const ParamInfo &p) { return p.name == name; });
+    };
+    for (Arg &a : as) {
+      if (a.name == kNoSym || a.value->kind != ExprKind::Str)
+        continue;
+      const diag::Spelling *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Keyword, str(a.name)) : nullptr;
+      if (!old || old->action != diag::Spelling::Action::Alias || (params && has(old->old)) || !has(old->today))
+        continue;
+      const std::string &member = static_cast<StrExpr *>(a.value)->value;
+      const auto &enums = builtins().enums;
+      auto e = std::find_if(enums.begin(), enums.end(), [&](const EnumInfo &x) { return x.name == old->extra; });
+      if (e == enums.end() || std::none_of(e->members.begin(), e->members.end(), [&](const auto &m) { return m.first == member; }))
+        continue;
+      std::string today = std::string(old->today) + " = " + e->name + "." + member;
+      error(a.loc, DiagId::warn_old_spelling, {"`" + str(a.name) + " = \"" + member + "\"`", "`" + today + "`"});
+      auto *attr = unit_.ctx->expr<AttrExpr>(a.value->loc, unit_.ctx->expr<NameExpr>(a.value->loc, names_.intern(e->name)),
+                                             names_.intern(member));
+      a.name = names_.intern(std::string(old->today));
+      a.value = attr;
+      expr(attr);
+    }
+  }
+
+  /// `x.relaxedSignal(args)` -> `x.signal(args, relaxed = true)` (a Method alias of Spellings.def).
+  void rewriteAlias(MethodCallExpr *m, const diag::Spelling &old) {
+    m->method = names_.intern(std::string(old.today));
+    m->args.push_back(Arg{names_.intern(std::string(old.extra)), m->loc, unit_.ctx->expr<BoolExpr>(m->loc, true)});
+  }
+
   void methodCall(MethodCallExpr *m) {
+    const diag::Spelling *old = oldSpellings() ? diag::findSpelling(diag::Spelling::Kind::Method, str(m->method)) : nullptr;
+    if (old && old->action == diag::Spelling::Action::Error) {
+      args(m->args); // the receiver may be a class name (`Rank.Semaphore(...)`): not checked
+      error(m->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+      return;
+    }
     expr(m->object);
     args(m->args);
     SType t = typeOf(m->object);
@@ -550,14 +618,36 @@ private:
       cls = ClassId::list;
     else if (t.kind == SType::Map)
       cls = ClassId::map;
-    else if (t.kind == SType::Unknown)
+    else if (t.kind == SType::Unknown) {
+      if (old && old->action == diag::Spelling::Action::Alias) {
+        // The receiver's class is known only when the program runs: rewrite here, the elaborator
+        // reports a receiver without today's form (`PortChannel.signal` has no `relaxed`).
+        error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+        rewriteAlias(m, *old);
+      }
+      aliasKeywords(m->args, nullptr);
       return;
-    else {
+    } else {
       error(m->loc, DiagId::err_unknown_method, {t.describe(), str(m->method), ""});
       return;
     }
     const auto &b = builtins();
     const MethodInfo *mi = findMethod(cls, m->method);
+    if (!mi && old && old->action == diag::Spelling::Action::Alias) {
+      // `ch.relaxedSignal(tb)` -> `ch.signal(tb, relaxed = true)`, where today's method has that parameter.
+      Sym today = names_.intern(std::string(old->today));
+      const MethodInfo *target = findMethod(cls, today);
+      bool hasExtra = target && std::any_of(target->params.begin(), target->params.end(),
+                                            [&](const ParamInfo &p) { return p.name == old->extra; });
+      if (!hasExtra) {
+        error(m->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt) + " (`" + b.cls(cls).name +
+                                                                           "` has no such form)"});
+        return;
+      }
+      error(m->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+      rewriteAlias(m, *old);
+      mi = target;
+    }
     if (!mi) {
       std::vector<std::string> cands;
       for (MethodId x : b.cls(cls).methods)
@@ -565,6 +655,7 @@ private:
       error(m->loc, DiagId::err_unknown_method, {b.cls(cls).name, str(m->method), diag::didYouMean(str(m->method), cands)});
       return;
     }
+    aliasKeywords(m->args, &mi->params);
     Binding bnd;
     std::string desc = "method `" + b.cls(cls).name + "." + mi->name + "`";
     auto rep = [&](SMLoc l, DiagId id, std::vector<std::string> a) { error(l, id, std::move(a)); };
@@ -576,6 +667,26 @@ private:
     if (a->object->kind == ExprKind::Name) {
       auto *n = static_cast<NameExpr *>(a->object);
       if (!resolveLocal(n)) {
+        // `ChannelType.memory`: an enum of the mscclpplang style only; its Name row says what to write.
+        const diag::Spelling *old = nullptr;
+        if (oldSpellings()) {
+          old = diag::findSpelling(diag::Spelling::Kind::Attr, str(n->name) + "." + str(a->name));
+          if (!old)
+            if (auto *name = diag::findSpelling(diag::Spelling::Kind::Name, str(n->name)); name && globals_.count(n->name))
+              old = name;
+        }
+        if (old) {
+          if (old->action == diag::Spelling::Action::Error) {
+            error(n->loc, DiagId::err_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+            return;
+          }
+          // `Buffer.scratch` -> `BufferType.scratch`: read on as today's `Enum.member`.
+          error(n->loc, DiagId::warn_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
+          std::string_view today = old->today;
+          size_t dot = today.find('.');
+          n->name = names_.intern(std::string(today.substr(0, dot)));
+          a->name = names_.intern(std::string(today.substr(dot + 1)));
+        }
         auto it = globals_.find(n->name);
         if (it != globals_.end() && it->second.kind == RefKind::Enum) {
           n->ref = RefKind::Enum;

@@ -15,6 +15,7 @@
 // (empty, blank or only comments) is an empty module.
 //
 //===------------------------------------------------------------------------------------===//
+#include "msccl/diag/Spellings.h"
 #include "msccl/frontend/Parser.h"
 
 #include "MscclLexer.h"
@@ -187,6 +188,10 @@ public:
       }
     }
     diag_.report(loc, DiagId::err_syntax, {text});
+    // `with Loop.iteration(...) as iter {`: the design documents' pipeline (Spellings.def).
+    if (tok && tok->getType() != antlr4::Token::EOF)
+      if (auto *old = diag::findSpelling(diag::Spelling::Kind::Syntax, tok->getText()))
+        diag_.report(loc, DiagId::note_old_spelling, {diag::quoteOld(*old), std::string(old->fixIt)});
     // A bracket left open at the end of the file is the likely cause of the first error after it.
     if (unclosed.isValid() && !notedUnclosed_ && loc.getPointer() >= unclosed.getPointer()) {
       notedUnclosed_ = true;
