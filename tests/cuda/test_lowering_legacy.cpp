@@ -1,7 +1,7 @@
 // Host-only: plans in MSCCLPPLang's older format (plan/LegacyPlan.h) reach the CUDA executor
 // through the same reader, and lower to device structs: the hand-written ones of tests/plan/legacy
 // and every reference plan of ../shared/legacy/mscclpplang. (Lowering itself has no limit on ids
-// or op counts; msccl-run's plan validation refuses the 4 reference plans beyond MSCCL++'s limits.)
+// or op counts; the executors' plan validation refuses the reference plan beyond MSCCL++'s limits.)
 #include "msccl/cuda/Lowering.h"
 
 #include "msccl/plan/LegacyPlan.h"

@@ -148,3 +148,42 @@ TEST_CASE("glre is reported by the reference-compatible check and runs on the CP
   ro.size = 1024;
   CHECK_NOTHROW(runCollective(*ex, plan, ro));
 }
+
+TEST_CASE("the executor's per-threadblock limits are options; gpu-level channel ids are not 8-bit", "[executor]") {
+  std::string shared = msccl::test::sharedDir();
+  if (shared.empty()) {
+    WARN("../shared is absent; skipping");
+    return;
+  }
+  ValidateOptions vo;
+  vo.allowGlre = true;
+  // 448 gpu-level memory channels per gpu, 7 per threadblock: MSCCL++ reads the gpu-level ids as int.
+  Plan pairs = readPlanFile(shared + "/legacy/mscclpplang/allreduce_allpairs__8_8.json");
+  CHECK(checkPlan(pairs, vo).empty());
+  // 67 ops in some threadblocks: over MAX_OPERATION (the old executor threw too).
+  Plan ring = readPlanFile(shared + "/legacy/mscclpplang/allreduce_ring__8_8.json");
+  auto strict = checkPlan(ring, vo);
+  REQUIRE_FALSE(strict.empty());
+  for (const PlanDiagnostic &d : strict) {
+    CHECK(d.deviceLimit);
+    CHECK_THAT(d.message, Catch::Contains("exceed the executor limit of 64 (MAX_OPERATION)"));
+  }
+  CHECK(deviceLimitProblems(ring).size() == strict.size());
+  CHECK(deviceLimitProblems(pairs).empty());
+  auto ex = makeCpuExecutor();
+  RunOptions ro;
+  ro.size = 64 * 1024;
+  CHECK_THROWS_AS(runCollective(*ex, ring, ro), ExecutionError); // the CPU executor enforces them by default
+  vo.deviceLimits = false;
+  REQUIRE(checkPlan(ring, vo).empty());
+  ro.planValidated = true; // as msccl-run --allow-over-limits does
+  RunReport rep = runCollective(*ex, ring, ro);
+  CHECK(rep.verify.checked);
+  CHECK(rep.verify.wrong == 0);
+  // Other checks stay: a bad channel id is still an error with the limits relaxed.
+  ring.gpus[0].threadblocks[0].channels[0].channelIds[0] = 9999;
+  auto bad = checkPlan(ring, vo);
+  REQUIRE_FALSE(bad.empty());
+  CHECK_FALSE(bad[0].deviceLimit);
+  CHECK_THAT(bad[0].message, Catch::Contains("out of range"));
+}

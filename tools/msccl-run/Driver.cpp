@@ -92,6 +92,11 @@ struct CommandLine {
                           cl::init(false), cl::cat(Cat)};
   cl::opt<bool> noRaceCheck{"no-race-check", cl::desc("cpu backend: do not check for data races"), cl::init(false),
                             cl::cat(Cat)};
+  cl::opt<bool> allowOverLimits{"allow-over-limits",
+                                cl::desc("cpu backend: run a plan that exceeds the MSCCL++ executor's per-threadblock "
+                                         "limits (64 ops, 16 channels or remote buffers of a type), with a warning; "
+                                         "such a plan runs on the CPU executor only"),
+                                cl::init(false), cl::cat(Cat)};
   cl::opt<std::string> counts{"counts",
                               cl::desc("AllToAllV plans: count matrix uniform, random[:SEED], skewed, zero or FILE.json"),
                               cl::init(""), cl::cat(Cat)};
@@ -129,7 +134,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout), std::addressof(counts)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout), std::addressof(counts), std::addressof(allowOverLimits)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -219,6 +224,9 @@ std::string toOptions(const CommandLine &c, Options &o) {
   o.raceCheck = c.raceCheck && !c.noRaceCheck;
   if (o.raceCheck && o.backend != "cpu")
     return "--race-check needs the cpu backend";
+  o.allowOverLimits = c.allowOverLimits;
+  if (o.allowOverLimits && o.backend != "cpu")
+    return "--allow-over-limits needs the cpu backend (the " + o.backend + " backend has the executor's limits)";
   o.factor = c.factor;
   o.counts = c.counts;
   if (!o.counts.empty() && !c.plans.empty())
@@ -305,6 +313,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
   }
   ValidateOptions vo;
   vo.allowGlre = true; // both executors run glre
+  vo.deviceLimits = !o.allowOverLimits;
   std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
   if (!problems.empty()) {
     err << "msccl-run: error: " << o.input << ": invalid plan (" << problems.size() << " problem"
@@ -312,7 +321,17 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     if (isLegacyPlanFile(o.input))
       err << "msccl-run: note: " << o.input << " is in MSCCLPPLang's older plan format; the paths name the plan converted to "
           << "today's format (`plan-convert " << o.input << "` prints it)\n";
+    if (std::all_of(problems.begin(), problems.end(), [](const PlanDiagnostic &d) { return d.deviceLimit; }))
+      err << "msccl-run: note: only the MSCCL++ executor's per-threadblock limits are exceeded; "
+          << "--allow-over-limits runs the plan on the CPU executor\n";
     return 1;
+  }
+  if (o.allowOverLimits) {
+    std::vector<PlanDiagnostic> over = deviceLimitProblems(lp.plan);
+    if (!over.empty())
+      err << "msccl-run: warning: " << o.input << ": " << over[0].str()
+          << (over.size() > 1 ? " (and " + std::to_string(over.size() - 1) + " more)" : std::string())
+          << "; runs on the CPU executor only\n";
   }
   if (lp.plan.variableSizes && o.counts.empty()) {
     err << "msccl-run: error: " << o.input << ": " << needsCountsMessage(lp.plan)
@@ -355,6 +374,7 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
         continue;
       ValidateOptions vo;
       vo.allowGlre = true; // cpu and sim run glre; the CUDA executor refuses it when run
+      vo.deviceLimits = !o.allowOverLimits;
       std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
       if (!problems.empty()) {
         err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()

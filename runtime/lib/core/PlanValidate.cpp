@@ -10,6 +10,7 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Resolve.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <set>
@@ -30,6 +31,8 @@ struct Checker {
   ResolvedPlan resolved;
 
   void error(const std::string &path, const std::string &msg) { diags.push_back({path, msg}); }
+  /// A finding against the executor's fixed per-threadblock tables (ValidateOptions::deviceLimits).
+  void limit(const std::string &path, const std::string &msg) { diags.push_back({path, msg, true}); }
 
   uint64_t chunksOf(uint32_t rank, BufferType t) const {
     const Gpu &g = plan.gpus[rank];
@@ -137,17 +140,16 @@ struct Checker {
                                                              : 0;
       counts[size_t(tc.channelType)] += tc.channelIds.size();
       for (size_t k = 0; k < tc.channelIds.size(); ++k)
-        if (tc.channelIds[k] > 255)
-          error(idx(cp + ".channel_ids", k), "channel index " + std::to_string(tc.channelIds[k]) +
-                                                 " exceeds 255, the executor's 8-bit index width");
-        else if (tc.channelIds[k] >= avail)
+        // Gpu-level indices: MSCCL++ reads them as `int` (execution_plan.cc, threadblock channels),
+        // so only the tb-local indices of ops are 8-bit (their count is at most 16, below).
+        if (tc.channelIds[k] >= avail)
           error(idx(cp + ".channel_ids", k), std::string(channelTypeName(tc.channelType)) + " channel " +
                                                  std::to_string(tc.channelIds[k]) + " out of range (gpu has " +
                                                  std::to_string(avail) + ")");
     }
     for (ChannelType ct : {ChannelType::Memory, ChannelType::Port, ChannelType::Switch})
       if (counts[size_t(ct)] > kMaxChannels)
-        error(tp + ".channels", std::to_string(counts[size_t(ct)]) + " " + std::string(channelTypeName(ct)) +
+        limit(tp + ".channels", std::to_string(counts[size_t(ct)]) + " " + std::string(channelTypeName(ct)) +
                                     " channels exceed the executor limit of 16 per threadblock (MAX_CHANNEL)");
     size_t memBufs = 0, portBufs = 0;
     for (size_t k = 0; k < tb.remoteBufferRefs.size(); ++k) {
@@ -175,7 +177,7 @@ struct Checker {
       }
     }
     if (memBufs > kMaxChannels || portBufs > kMaxChannels)
-      error(tp + ".remote_buffer_refs", "more than 16 remote buffers per access type in one threadblock");
+      limit(tp + ".remote_buffer_refs", "more than 16 remote buffers per access type in one threadblock");
     size_t flat = 0;
     for (size_t k = 0; k < tb.ops.size(); ++k) {
       const Op &op = tb.ops[k];
@@ -183,7 +185,7 @@ struct Checker {
       checkOp(r, t, op, idx(tp + ".ops", k), false, barrierTbs, barrierSize);
     }
     if (flat > kMaxOperations)
-      error(tp + ".ops", std::to_string(flat) +
+      limit(tp + ".ops", std::to_string(flat) +
                              " operations (pipeline inner ops included) exceed the executor limit of 64 (MAX_OPERATION)");
   }
 
@@ -435,7 +437,18 @@ std::vector<PlanDiagnostic> checkPlan(const Plan &plan, const ValidateOptions &o
   c.checkTop();
   for (uint32_t r = 0; r < plan.gpus.size(); ++r)
     c.checkGpu(r);
+  if (!options.deviceLimits)
+    c.diags.erase(std::remove_if(c.diags.begin(), c.diags.end(), [](const PlanDiagnostic &d) { return d.deviceLimit; }),
+                  c.diags.end());
   return std::move(c.diags);
+}
+
+std::vector<PlanDiagnostic> deviceLimitProblems(const Plan &plan) {
+  ValidateOptions all;
+  all.allowGlre = true;
+  std::vector<PlanDiagnostic> d = checkPlan(plan, all);
+  d.erase(std::remove_if(d.begin(), d.end(), [](const PlanDiagnostic &x) { return !x.deviceLimit; }), d.end());
+  return d;
 }
 
 void validatePlan(const Plan &plan, const ValidateOptions &options) {

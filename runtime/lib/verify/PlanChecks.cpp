@@ -75,6 +75,7 @@ static OpRef opRefOfPath(const std::string &path) {
 namespace {
 struct Checker {
   const Plan &plan;
+  bool deviceLimits;
   std::vector<Finding> out;
 
   void add(FindingKind k, bool warning, const std::string &path, const std::string &msg) {
@@ -130,7 +131,10 @@ struct Checker {
     runtime::ValidateOptions vo;
     vo.allowGlre = true; // reported as a hazard below
     for (const runtime::PlanDiagnostic &d : runtime::checkPlan(plan, vo))
-      add(FindingKind::Plan, false, d.path, d.message);
+      if (d.deviceLimit && !deviceLimits)
+        add(FindingKind::Plan, true, d.path, d.message + "; runs on the CPU executor only");
+      else
+        add(FindingKind::Plan, false, d.path, d.message);
     uint64_t ops = 0;
     for (const Gpu &g : plan.gpus)
       for (const Threadblock &tb : g.threadblocks)
@@ -151,8 +155,8 @@ struct Checker {
 };
 } // namespace
 
-std::vector<Finding> checkPlanShape(const Plan &plan) {
-  Checker c{plan, {}};
+std::vector<Finding> checkPlanShape(const Plan &plan, bool deviceLimits) {
+  Checker c{plan, deviceLimits, {}};
   c.run();
   return std::move(c.out);
 }

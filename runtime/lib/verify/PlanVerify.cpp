@@ -398,7 +398,7 @@ VerifyResult verifyPlan(const Plan &plan, const VerifyOptions &options) {
     return verifyPlan(blockImage(plan), options);
   }
   VerifyResult res;
-  res.findings = checkPlanShape(plan);
+  res.findings = checkPlanShape(plan, options.deviceLimits);
   if (!res.proven())
     return res;
   Verifier v(plan, options, res);

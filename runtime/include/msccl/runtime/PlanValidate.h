@@ -35,6 +35,9 @@ namespace msccl::runtime {
 struct PlanDiagnostic {
   std::string path;
   std::string message;
+  /// A limit of the MSCCL++ executor's fixed per-threadblock device tables (MAX_OPERATION ops,
+  /// MAX_CHANNEL channels or remote buffers of one type), not a defect of the plan's meaning.
+  bool deviceLimit = false;
   std::string str() const { return path.empty() ? message : path + ": " + message; }
 };
 
@@ -43,10 +46,19 @@ struct ValidateOptions {
   /// Accept `glre` (the DSL's unfused switch reduce). The reference rejects it (plan#11.13); our CPU
   /// executor runs it, so the CPU backend passes true.
   bool allowGlre = false;
+  /// Enforce the MSCCL++ executor's per-threadblock table sizes (ops <= 64 incl. pipeline inner
+  /// ops, <= 16 channels and <= 16 remote buffers of a type; spec plan#9). false drops those
+  /// findings (deviceLimit) from checkPlan: the CPU executor has no such tables, so msccl-run
+  /// --allow-over-limits runs such a plan there (it warns with deviceLimitProblems). Every other
+  /// check, and the CUDA executor's lowering, stays as it is.
+  bool deviceLimits = true;
 };
 
 /// Every semantic problem of `plan`, in plan order. Empty when the plan is fine.
 std::vector<PlanDiagnostic> checkPlan(const plan::Plan &plan, const ValidateOptions &options = {});
+
+/// The deviceLimit findings of `plan` only (what ValidateOptions::deviceLimits = false drops).
+std::vector<PlanDiagnostic> deviceLimitProblems(const plan::Plan &plan);
 
 /// checkPlan, throwing ExecutionError(InvalidPlan) with one diagnostic per problem when any.
 void validatePlan(const plan::Plan &plan, const ValidateOptions &options = {});

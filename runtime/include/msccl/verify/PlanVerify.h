@@ -78,7 +78,10 @@ struct Finding {
 
 /// Checks of item 1. Errors for what validatePlan or the MSCCL++ loader reject or mis-read;
 /// warnings (Hazard) for flush, non-sum reduce_op and glre. Never throws.
-std::vector<Finding> checkPlanShape(const plan::Plan &plan);
+/// deviceLimits = false (msccl-verify --allow-over-limits) reports the MSCCL++ executor's
+/// per-threadblock table limits (runtime::PlanDiagnostic::deviceLimit) as warnings: the plan then
+/// runs on the CPU executor only.
+std::vector<Finding> checkPlanShape(const plan::Plan &plan, bool deviceLimits = true);
 
 /// Splits every signal/wait/rlxsignal/rlxwait/flush op over more than 8 channel ids into
 /// consecutive ops of at most 8 (the executor's MAX_CHANNEL_PER_OPERATION); returns how many
@@ -88,6 +91,8 @@ unsigned splitWideSyncOps(plan::Plan &plan);
 size_t splitPieces(const plan::Op &op);
 
 struct VerifyOptions {
+  /// false: the executor's per-threadblock table limits are warnings (checkPlanShape).
+  bool deviceLimits = true;
   bool postcondition = true;
   bool races = true;
   /// Alias buffers as the plan's `inplace` says (msccl-run's default); false forces out-of-place.
