@@ -61,6 +61,9 @@ while IFS=$'\t' read -r plan _; do
       if [[ $form == legacy ]] && ! grep -qF "$note" <<<"$out"; then fail "$plan: no note that the paths name the converted plan"; fi
       if [[ $form == current ]] && grep -qF "$note" <<<"$out"; then fail "$plan: upgraded plan reported as older format"; fi
       flags=(--allow-over-limits)
+      # Only the CPU executor lacks the device tables: the other backends keep refusing.
+      out=$("$run" --allow-over-limits --backend sim "$p" 2>&1); rc=$?
+      [[ $rc == 2 ]] && grep -qF -- "--allow-over-limits needs the cpu backend" <<<"$out" || fail "$plan ($form): --allow-over-limits with the sim backend: exit $rc: $out"
     fi
     out=$("$run" "${flags[@]}" -n 1 --size 64K "$p" 2>&1); rc=$?
     if [[ $rc != 0 ]] || ! grep -q "all results correct" <<<"$out"; then
