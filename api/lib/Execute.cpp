@@ -6,7 +6,7 @@
 //     buffers in a rendezvous; the last rank to arrive runs the backend's all-ranks executor
 //     (runtime::createExecutor("cpu" | "cuda"), Executor.h) once for all of them and releases
 //     the others with the outcome (the same error on every rank);
-//   * one process per rank (MPI): runtime::DistributedSession (DistributedRun.h), cached per
+//   * one process per rank (unique id or MPI): runtime::DistributedSession (DistributedRun.h), cached per
 //     (plan, size, in-place, type, op) so a repeated call pays for its launch only; the rank's
 //     input is copied into its shared segment and the output back.
 // Both check that the sizes are the plan's S_in/S_out for one nccl-tests size S (Collective.h).
@@ -17,10 +17,8 @@
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
-#ifdef MSCCL_HAVE_MPI
 #include "msccl/runtime/Communicator.h"
 #include "msccl/runtime/DistributedRun.h"
-#endif
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
 #include <cuda_runtime_api.h>
 #endif
@@ -28,6 +26,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <list>
 #include <mutex>
 #include <new>
@@ -35,14 +35,6 @@
 #include <tuple>
 
 namespace msccl {
-namespace runtime {
-// Communicator is only forward-declared in msccl.hpp; without MPI it has no definition, and
-// unique_ptr<Communicator> still needs a deleter.
-#ifndef MSCCL_HAVE_MPI
-class Communicator {};
-#endif
-} // namespace runtime
-
 namespace detail {
 
 ErrorCode currentError(std::string &message) {
@@ -138,7 +130,6 @@ std::shared_ptr<Communicator> Communicator::local(uint32_t worldSize, uint32_t r
 }
 
 std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Communicator> comm, Backend backend) {
-#ifdef MSCCL_HAVE_MPI
   if (!comm)
     throw Error(ErrorCode::InvalidArgument, "Communicator::adopt: null communicator");
   if (backend != Backend::Cpu)
@@ -150,31 +141,85 @@ std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Commu
   impl->backend = backend;
   impl->rt = std::move(comm);
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+namespace {
+
+/// The MPI bootstrap plugin's entry point (MpiBootstrap.cpp), loaded once: from
+/// MSCCL_MPI_BOOTSTRAP_LIB when set, else beside libmsccl.so, else by name through the loader's
+/// search path. RTLD_GLOBAL: OpenMPI's components resolve libmpi's symbols through it.
+using InitWorldFn = int (*)(int *, char ***, void **, char *, size_t);
+
+InitWorldFn mpiBootstrap() {
+#ifdef MSCCL_MPI_BOOTSTRAP_PLUGIN
+  static std::mutex mu;
+  static InitWorldFn fn = nullptr;
+  static std::string failure;
+  std::lock_guard<std::mutex> lk(mu);
+  if (fn)
+    return fn;
+  if (failure.empty()) {
+    std::vector<std::string> candidates;
+    if (const char *env = std::getenv("MSCCL_MPI_BOOTSTRAP_LIB"); env && *env)
+      candidates.push_back(env);
+    else {
+      Dl_info info{};
+      if (dladdr(reinterpret_cast<void *>(&mpiBootstrap), &info) && info.dli_fname) {
+        std::string self = info.dli_fname;
+        size_t slash = self.rfind('/');
+        if (slash != std::string::npos)
+          candidates.push_back(self.substr(0, slash + 1) + MSCCL_MPI_BOOTSTRAP_PLUGIN);
+      }
+      candidates.push_back(MSCCL_MPI_BOOTSTRAP_PLUGIN);
+    }
+    std::string tried;
+    for (const std::string &c : candidates) {
+      void *h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (!h) {
+        const char *e = dlerror();
+        tried += std::string(tried.empty() ? "" : "; ") + (e ? e : c);
+        continue;
+      }
+      fn = reinterpret_cast<InitWorldFn>(dlsym(h, "msccl_bootstrap_mpi_init_world"));
+      if (fn)
+        return fn;
+      tried += std::string(tried.empty() ? "" : "; ") + c + ": no msccl_bootstrap_mpi_init_world";
+    }
+    failure = "cannot load the MPI bootstrap " MSCCL_MPI_BOOTSTRAP_PLUGIN " (" + tried + ")";
+  }
+  throw Error(ErrorCode::Unsupported, "Communicator::mpi: " + failure);
 #else
-  (void)comm;
-  (void)backend;
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
+  throw Error(ErrorCode::Unsupported, "Communicator::mpi: this libmsccl was built without MPI (use "
+                                      "Communicator::getUniqueId/initRank for one process per rank)");
 #endif
 }
+
+} // namespace
 
 std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
-#ifdef MSCCL_HAVE_MPI
-  try {
-    return adopt(runtime::Communicator::initWorld(argc, argv), Backend::Cpu);
-  } catch (const Error &) {
-    throw;
-  } catch (...) {
-    detail::rethrowAsError("Communicator::mpi");
+  InitWorldFn initWorld = mpiBootstrap();
+  void *raw = nullptr;
+  char message[2048] = {};
+  int rc = initWorld(argc, argv, &raw, message, sizeof message);
+  if (rc != 0) {
+    ErrorCode code = ErrorCode::Internal;
+    if (rc >= 1 && rc <= 1 + int(runtime::ErrorKind::Backend)) {
+      try {
+        throw runtime::ExecutionError(runtime::ErrorKind(rc - 1), message);
+      } catch (...) {
+        detail::rethrowAsError("Communicator::mpi");
+      }
+    }
+    throw Error(code, std::string("Communicator::mpi: ") + message);
   }
-#else
-  (void)argc;
-  (void)argv;
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
-#endif
+  return adopt(std::unique_ptr<runtime::Communicator>(static_cast<runtime::Communicator *>(raw)), Backend::Cpu);
 }
 
+bool Communicator::launchedByMpi() { return runtime::Communicator::launchedByMpi(); }
+
+bool Communicator::haveUniqueIdBootstrap() { return runtime::Communicator::haveUniqueIdBootstrap(); }
+
 // The unique-id bootstrap (runtime/Communicator.h: ZeroMQ rendezvous, POSIX shared memory).
-#ifdef MSCCL_HAVE_MPI
 UniqueId Communicator::getUniqueId() {
   try {
     runtime::UniqueId rid = runtime::Communicator::createUniqueId();
@@ -203,23 +248,35 @@ std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &id, uint32_
   }
   return adopt(std::move(rt), backend);
 }
-#else
-UniqueId Communicator::getUniqueId() {
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+
+std::shared_ptr<Communicator> Communicator::fromEnvironment(Backend backend) {
+  std::unique_ptr<runtime::Communicator> rt;
+  try {
+    rt = runtime::Communicator::initFromEnvironment();
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Communicator::fromEnvironment");
+  }
+  return adopt(std::move(rt), backend);
 }
-std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &, uint32_t, uint32_t, Backend) {
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+
+void Communicator::barrier() {
+  if (!impl_->rt)
+    throw Error(ErrorCode::InvalidArgument, "barrier: a local communicator has no processes to wait for");
+  try {
+    impl_->rt->barrier();
+  } catch (...) {
+    detail::rethrowAsError("Communicator::barrier");
+  }
 }
-#endif
 
 uint32_t Communicator::worldSize() const { return impl_->worldSize; }
 uint32_t Communicator::ranksPerNode() const { return impl_->ranksPerNode; }
 bool Communicator::isLocal() const { return !impl_->rt; }
 int Communicator::rank() const {
-#ifdef MSCCL_HAVE_MPI
   if (impl_->rt)
     return impl_->rt->rank();
-#endif
   return -1;
 }
 Backend Communicator::backend() const { return impl_->backend; }
@@ -302,7 +359,6 @@ struct Executor::Impl {
   std::string missingRanks; ///< Ranks absent when the first rank of an abandoned round gave up.
   std::unique_ptr<runtime::Executor> backend;
 
-#ifdef MSCCL_HAVE_MPI
   struct Session {
     PlanPtr plan; // keeps the plan the session refers to alive
     std::tuple<const plan::Plan *, uint64_t, uint64_t, bool, plan::DataType, plan::ReduceOp> key;
@@ -310,7 +366,6 @@ struct Executor::Impl {
   };
   std::list<Session> sessions; ///< Most recently used first; at most kMaxSessions.
   static constexpr size_t kMaxSessions = 8;
-#endif
 
   /// The last rank to arrive runs every rank's call.
   void runRound(Communicator &comm) {
@@ -393,7 +448,6 @@ struct Executor::Impl {
       throw Error(roundCode, roundMessage);
   }
 
-#ifdef MSCCL_HAVE_MPI
   void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
     runtime::Communicator &rt = *comm.runtimeCommunicator();
     if (rank != rt.rank())
@@ -445,7 +499,6 @@ struct Executor::Impl {
     session.execute([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); }, 0, 1);
     std::memcpy(a.recv, session.output(), a.recvBytes);
   }
-#endif
 };
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)), impl_(std::make_unique<Impl>()) {
@@ -489,11 +542,7 @@ void Executor::execute(int rank, const void *send, void *recv, size_t sendBytes,
       impl_->executeLocal(comm, rank, args);
       return;
     }
-#ifdef MSCCL_HAVE_MPI
     impl_->executeProcess(comm, rank, args, plan);
-#else
-    throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI");
-#endif
   } catch (const Error &) {
     throw;
   } catch (...) {

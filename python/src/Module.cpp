@@ -602,14 +602,14 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
            }, MSCCL_REQUEST_ARGS, "explain() as text, one line per plan.");
 
   // --- Communicator ---
-  // The unique-id bootstrap of the runtime (runtime/Communicator.h) adopted by libmsccl.
+  // libmsccl's unique-id bootstrap (Communicator::getUniqueId / initRank; no MPI).
   m.def("get_unique_id", [] {
-    msccl::runtime::UniqueId id;
+    msccl::UniqueId id;
     {
       py::gil_scoped_release release;
-      id = msccl::runtime::Communicator::createUniqueId();
+      id = msccl::Communicator::getUniqueId();
     }
-    return py::bytes(id.bytes, sizeof id.bytes);
+    return py::bytes(id.internal, sizeof id.internal);
   }, "A new unique id (128 bytes) for Communicator.init_rank, as ncclGetUniqueId: make it in the process that "
      "will be rank 0 (it binds rank 0's TCP port on MSCCL_BOOTSTRAP_ADDR, default 127.0.0.1) and send it to all.");
 
@@ -630,23 +630,22 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
       }, "MPI_COMM_WORLD's communicator (initialises MPI unless mpi4py or another owner did).")
       .def_static("init_rank", [](py::bytes uid, uint32_t worldSize, uint32_t rank, const std::string &backend) {
         std::string s = uid;
-        msccl::runtime::UniqueId id;
-        if (s.size() != sizeof id.bytes)
-          throw py::value_error("unique id: expected " + std::to_string(sizeof id.bytes) +
+        msccl::UniqueId id;
+        if (s.size() != sizeof id.internal)
+          throw py::value_error("unique id: expected " + std::to_string(sizeof id.internal) +
                                 " bytes (from get_unique_id()), got " + std::to_string(s.size()));
-        std::memcpy(id.bytes, s.data(), s.size());
+        std::memcpy(id.internal, s.data(), s.size());
         msccl::Backend b = backendArgument(backend);
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::adopt(
-            msccl::runtime::Communicator::initFromUniqueId(id, int(rank), int(worldSize)), b);
+        c->comm = msccl::Communicator::initRank(id, worldSize, rank, b);
         return c;
       }, py::arg("unique_id"), py::arg("world_size"), py::arg("rank"), py::kw_only(), py::arg("backend") = "cpu",
          "Join the job of a unique id as `rank` of `world_size` (collective; as ncclCommInitRank).")
       .def_static("_from_environment", [] {
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::adopt(msccl::runtime::Communicator::initFromEnvironment());
+        c->comm = msccl::Communicator::fromEnvironment();
         return c;
       })
       .def_static("local", [](uint32_t worldSize, uint32_t ranksPerNode, const std::string &backend) {
@@ -655,7 +654,7 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
         return c;
       }, py::arg("world_size"), py::arg("ranks_per_node") = 0, py::kw_only(), py::arg("backend") = "cpu",
          "Every rank in this process: each rank's thread calls Executor.execute(..., rank=r).")
-      .def_static("launched_by_mpi", &msccl::runtime::Communicator::launchedByMpi,
+      .def_static("launched_by_mpi", &msccl::Communicator::launchedByMpi,
                   "Whether an MPI launcher (mpirun, srun) started this process.")
       .def_property_readonly("rank", [](const PyCommunicator &c) { return c.comm->rank(); },
                              "This process's rank (-1 for a local communicator).")
@@ -675,11 +674,10 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
            "A SelectRequest with this communicator's world size and ranks per node (message_bytes: the "
            "nccl-tests size, max(send, recv) bytes).")
       .def("barrier", [](PyCommunicator &c) {
-        msccl::runtime::Communicator *rt = c.comm->runtimeCommunicator();
-        if (!rt)
+        if (c.comm->isLocal())
           throw py::value_error("barrier: a local communicator has no processes to wait for");
         py::gil_scoped_release release;
-        rt->barrier();
+        c.comm->barrier();
       }, "Wait until every rank (process) arrives.")
       .def("__repr__", [](const PyCommunicator &c) {
         return "<msccl.Communicator " + (c.comm->isLocal() ? std::string("local") : "rank " + std::to_string(c.comm->rank())) +

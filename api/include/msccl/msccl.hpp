@@ -263,14 +263,27 @@ public:
   static std::shared_ptr<Communicator> local(uint32_t worldSize, uint32_t ranksPerNode = 0,
                                              Backend backend = Backend::Cpu);
   /// One process per rank, started by mpirun/srun: initialises MPI (runtime/Communicator.h;
-  /// MSCCL_RANKS_PER_NODE honoured). CPU backend. Throws Error(Unsupported) in a build without MPI.
+  /// MSCCL_RANKS_PER_NODE honoured). CPU backend. libmsccl.so itself links no MPI: the first
+  /// call loads the MPI bootstrap plugin libmsccl_bootstrap_mpi.so (from MSCCL_MPI_BOOTSTRAP_LIB,
+  /// else beside libmsccl.so, else the loader's path). Throws Error(Unsupported) when the build
+  /// has no MPI or the plugin cannot be loaded (the message says which file and why),
+  /// Error(Backend) on an MPI failure.
   static std::shared_ptr<Communicator> mpi(int *argc = nullptr, char ***argv = nullptr);
+  /// True when an MPI launcher (mpirun, srun) started this process (its environment; MPI is
+  /// not initialised).
+  static bool launchedByMpi();
+  /// Whether getUniqueId/initRank work in this build (ZeroMQ found when it was built).
+  static bool haveUniqueIdBootstrap();
   /// One process per rank from a unique id made by getUniqueId() on one rank and passed to all
-  /// (as ncclGetUniqueId / ncclCommInitRank). Collective over the `worldSize` processes.
-  /// Throws Error(Unsupported) in a build without the unique-id bootstrap.
+  /// (as ncclGetUniqueId / ncclCommInitRank). Collective over the `worldSize` processes. No MPI.
+  /// Throws Error(Unsupported) in a build without the unique-id bootstrap, Error(Backend) when
+  /// the rendezvous fails (ranks missing after MSCCL_BOOTSTRAP_TIMEOUT, bad id, rank out of range).
   static UniqueId getUniqueId();
   static std::shared_ptr<Communicator> initRank(const UniqueId &id, uint32_t worldSize, uint32_t rank,
                                                 Backend backend = Backend::Cpu);
+  /// One process per rank from torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
+  /// MASTER_PORT; runtime::Communicator::initFromEnvironment): no MPI. Errors as initRank.
+  static std::shared_ptr<Communicator> fromEnvironment(Backend backend = Backend::Cpu);
   /// Adopt a runtime communicator (one process per rank) made elsewhere.
   static std::shared_ptr<Communicator> adopt(std::unique_ptr<runtime::Communicator> comm,
                                              Backend backend = Backend::Cpu);
@@ -287,6 +300,9 @@ public:
   Backend backend() const;
   /// The runtime communicator of a process-per-rank job (null for a local one).
   runtime::Communicator *runtimeCommunicator() const;
+  /// Wait until every process of the job arrives (collective). Error(InvalidArgument) on a
+  /// local communicator, Error(Backend) when the bootstrap fails.
+  void barrier();
 
   /// Select with this communicator's world size and ranks per node filled in.
   SelectRequest request(const std::string &collective, uint64_t messageBytes, bool inPlace = false) const;
