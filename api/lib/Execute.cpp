@@ -18,6 +18,7 @@
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/Counts.h"
 #include "msccl/runtime/DistributedRun.h"
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
 #include <cuda_runtime_api.h>
@@ -29,6 +30,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <list>
+#include <map>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -303,7 +305,31 @@ struct CallArgs {
   plan::DataType dtype = plan::DataType::Float32;
   plan::ReduceOp redop = plan::ReduceOp::Sum;
   const plan::Plan *plan = nullptr;
+  const std::vector<uint64_t> *counts = nullptr; ///< executeV: the n x n matrix (elements)
 };
+
+/// The call's matrix as a CountMatrix, checked against the plan's rank count and the buffers.
+runtime::CountMatrix countMatrix(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
+  const uint32_t n = uint32_t(p.gpus.size());
+  if (a.counts->size() != uint64_t(n) * n)
+    throw Error(ErrorCode::InvalidArgument, "executeV: the plan has " + std::to_string(n) +
+                                                " ranks, so counts must have " + std::to_string(uint64_t(n) * n) +
+                                                " entries (n x n, row-major), not " + std::to_string(a.counts->size()));
+  runtime::CountMatrix m;
+  m.n = n;
+  m.counts = *a.counts;
+  const uint64_t e = plan::dataTypeBytes(a.dtype);
+  uint64_t need = m.rowSum(rank) * e, needOut = m.colSum(rank) * e;
+  if (a.sendBytes < need || a.recvBytes < needOut)
+    throw Error(ErrorCode::InvalidArgument,
+                "executeV: rank " + std::to_string(rank) + " sends " + std::to_string(need) + " and receives " +
+                    std::to_string(needOut) + " bytes (row/column sums of counts x " + std::to_string(e) +
+                    " bytes), but its buffers hold " + std::to_string(a.sendBytes) + " and " +
+                    std::to_string(a.recvBytes) + " bytes");
+  if ((need && !a.send) || (needOut && !a.recv))
+    throw Error(ErrorCode::InvalidArgument, "executeV: null send or recv buffer");
+  return m;
+}
 
 /// S_in/S_out of the plan for the call's sizes, or Error(InvalidArgument / InvalidSize).
 runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t recvBytes) {
@@ -359,6 +385,25 @@ struct Executor::Impl {
   std::string missingRanks; ///< Ranks absent when the first rank of an abandoned round gave up.
   std::unique_ptr<runtime::Executor> backend;
 
+  // AllToAllV: one CountsResolver per plan (built at its first executeV, reused afterwards).
+  struct Resolver {
+    PlanPtr plan; // keeps the symbolic plan alive
+    std::unique_ptr<runtime::CountsResolver> resolver;
+  };
+  std::mutex resolverMu;
+  std::map<const plan::Plan *, Resolver> resolvers;
+  runtime::CountsResolver &resolverFor(const PlanPtr &p) {
+    std::lock_guard<std::mutex> lk(resolverMu);
+    Resolver &r = resolvers[p.get()];
+    if (!r.resolver) {
+      r.resolver = std::make_unique<runtime::CountsResolver>(*p);
+      r.plan = p;
+    }
+    return *r.resolver;
+  }
+  PlanPtr currentPlan; ///< Local rounds: the PlanPtr of rank 0's call (for resolverFor).
+  std::vector<std::vector<uint8_t>> stagingIn, stagingOut;
+
   struct Session {
     PlanPtr plan; // keeps the plan the session refers to alive
     std::tuple<const plan::Plan *, uint64_t, uint64_t, bool, plan::DataType, plan::ReduceOp> key;
@@ -374,7 +419,9 @@ struct Executor::Impl {
       const CallArgs &a = *slots[r];
       if (a.plan != a0.plan && !(*a.plan == *a0.plan))
         throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes another plan than rank 0");
-      if (a.sendBytes != a0.sendBytes || a.recvBytes != a0.recvBytes)
+      if (bool(a.counts) != bool(a0.counts) || (a.counts && *a.counts != *a0.counts))
+        throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes another count matrix than rank 0");
+      if (!a0.counts && (a.sendBytes != a0.sendBytes || a.recvBytes != a0.recvBytes))
         throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes send/recv sizes " +
                                                     std::to_string(a.sendBytes) + "/" + std::to_string(a.recvBytes) +
                                                     " but rank 0 " + std::to_string(a0.sendBytes) + "/" +
@@ -387,6 +434,10 @@ struct Executor::Impl {
     if (p.gpus.size() != comm.worldSize())
       throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
+    if (a0.counts) {
+      runRoundV(comm);
+      return;
+    }
     checkSizes(p, a0.sendBytes, a0.recvBytes);
     checkReduceOp(p, a0.redop);
     if (!backend)
@@ -402,7 +453,44 @@ struct Executor::Impl {
     backend->execute(req);
   }
 
-  void executeLocal(Communicator &comm, int rank, const CallArgs &args) {
+  /// AllToAllV on a local communicator: resolve once for all ranks, run the concrete plan on
+  /// staging buffers of S_in / S_out bytes (every rank's buffers have one size in a request),
+  /// copy each rank's row in and its column out.
+  void runRoundV(Communicator &comm) {
+    const CallArgs &a0 = *slots[0];
+    std::vector<runtime::CountMatrix> mats;
+    for (uint32_t r = 0; r < slots.size(); ++r)
+      mats.push_back(countMatrix(*a0.plan, r, *slots[r]));
+    runtime::CountsResolver &res = resolverFor(currentPlan);
+    const plan::Plan &concrete = res.resolve(mats[0], a0.dtype);
+    runtime::MessageSizes ms = res.sizes();
+    if (!backend)
+      backend = runtime::createExecutor(backendName(comm.backend()));
+    if (comm.backend() != Backend::Cpu)
+      throw Error(ErrorCode::Unsupported, "executeV runs on the CPU backend here");
+    const uint64_t e = plan::dataTypeBytes(a0.dtype);
+    stagingIn.resize(slots.size());
+    stagingOut.resize(slots.size());
+    runtime::ExecuteRequest req;
+    req.plan = &concrete;
+    req.inputBytes = ms.inputBytes;
+    req.outputBytes = ms.outputBytes;
+    req.dataType = a0.dtype;
+    req.reduceOp = a0.redop;
+    for (uint32_t r = 0; r < slots.size(); ++r) {
+      stagingIn[r].assign(ms.inputBytes, 0);
+      stagingOut[r].assign(ms.outputBytes, 0);
+      if (uint64_t b = mats[0].rowSum(r) * e)
+        std::memcpy(stagingIn[r].data(), slots[r]->send, b);
+      req.buffers.push_back({stagingIn[r].data(), stagingOut[r].data()});
+    }
+    backend->execute(req);
+    for (uint32_t r = 0; r < slots.size(); ++r)
+      if (uint64_t b = mats[0].colSum(r) * e)
+        std::memcpy(slots[r]->recv, stagingOut[r].data(), b);
+  }
+
+  void executeLocal(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &planPtr) {
     std::unique_lock<std::mutex> lk(mu);
     if (slots.empty())
       slots.resize(comm.worldSize());
@@ -411,6 +499,8 @@ struct Executor::Impl {
                                                   " calls execute again before the other ranks joined its call "
                                                   "(two threads with one rank?)");
     slots[rank] = args;
+    if (rank == 0)
+      currentPlan = planPtr;
     const uint64_t mine = generation;
     if (++arrived == slots.size()) {
       ErrorCode code = ErrorCode::Ok;
@@ -422,6 +512,7 @@ struct Executor::Impl {
         code = detail::currentError(message);
       }
       lk.lock();
+      currentPlan.reset();
       roundCode = code;
       roundMessage = message;
       for (auto &s : slots)
@@ -446,6 +537,101 @@ struct Executor::Impl {
     }
     if (roundCode != ErrorCode::Ok)
       throw Error(roundCode, roundMessage);
+  }
+
+  /// AllToAllV, one process per rank: resolve with this Executor's resolver, and run the concrete
+  /// plan in a DistributedSession cached per (plan, matrix, type) (a new matrix opens a session;
+  /// every rank opens the same ones, checked by exchanging a digest of the matrix).
+  struct SessionV {
+    PlanPtr plan;
+    std::vector<uint64_t> counts;
+    plan::DataType dtype;
+    std::unique_ptr<plan::Plan> concrete; // the session refers to it
+    std::unique_ptr<runtime::DistributedSession> session;
+  };
+  std::list<SessionV> sessionsV;
+
+  void executeProcessV(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
+    runtime::Communicator &rt = *comm.runtimeCommunicator();
+    if (rank != rt.rank())
+      throw Error(ErrorCode::InvalidArgument, "executeV: rank " + std::to_string(rank) +
+                                                  " called in the process of rank " + std::to_string(rt.rank()));
+    const plan::Plan &p = *a.plan;
+    if (p.gpus.size() != comm.worldSize())
+      throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
+                                              " ranks but the communicator " + std::to_string(comm.worldSize()));
+    runtime::CountMatrix m = countMatrix(p, uint32_t(rank), a);
+    auto it = sessionsV.begin();
+    for (; it != sessionsV.end(); ++it)
+      if (it->plan.get() == a.plan && it->dtype == a.dtype && it->counts == *a.counts)
+        break;
+    if (it == sessionsV.end()) {
+      uint64_t digest = 1469598103934665603ull; // FNV-1a over the matrix
+      for (uint64_t c : *a.counts)
+        for (int b = 0; b < 8; ++b)
+          digest = (digest ^ ((c >> (8 * b)) & 0xff)) * 1099511628211ull;
+      uint64_t mineDesc[4] = {p.gpus.size(), uint64_t(a.dtype), a.counts->size(), digest};
+      auto all = rt.allGather(mineDesc, sizeof mineDesc);
+      for (size_t r = 0; r < all.size(); ++r)
+        if (std::memcmp(all[r].data(), mineDesc, sizeof mineDesc) != 0)
+          throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) +
+                                                      " calls executeV with another plan size, data type or count "
+                                                      "matrix than rank " + std::to_string(rt.rank()));
+      runtime::CountsResolver &res = resolverFor(planPtr);
+      SessionV s;
+      s.plan = planPtr;
+      s.counts = *a.counts;
+      s.dtype = a.dtype;
+      s.concrete = std::make_unique<plan::Plan>(res.resolve(m, a.dtype));
+      runtime::MessageSizes ms = res.sizes();
+      runtime::RunOptions o;
+      o.size = std::max(ms.inputBytes, ms.outputBytes);
+      o.dataType = a.dtype;
+      o.reduceOp = a.redop;
+      o.inPlace = false;
+      o.check = false;
+      runtime::DistributedOptions dist;
+      dist.timeoutSeconds = timeout;
+      if (sessionsV.size() >= kMaxSessions)
+        sessionsV.pop_back();
+      s.session = std::make_unique<runtime::DistributedSession>(rt, *s.concrete, o, dist);
+      sessionsV.push_front(std::move(s));
+      it = sessionsV.begin();
+    } else if (it != sessionsV.begin()) {
+      sessionsV.splice(sessionsV.begin(), sessionsV, it);
+      it = sessionsV.begin();
+    }
+    const uint64_t e = plan::dataTypeBytes(a.dtype);
+    const uint64_t inBytes = m.rowSum(uint32_t(rank)) * e, outBytes = m.colSum(uint32_t(rank)) * e;
+    runtime::DistributedSession &session = *it->session;
+    session.execute([&](uint8_t *input) { if (inBytes) std::memcpy(input, a.send, inBytes); }, 0, 1);
+    if (outBytes)
+      std::memcpy(a.recv, session.output(), outBytes);
+  }
+
+  void dispatch(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &plan, void *stream) {
+    try {
+      if (comm.isLocal()) {
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+        if (comm.backend() == Backend::Cuda) {
+          cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+          if (e != cudaSuccess)
+            throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
+        }
+#endif
+        (void)stream;
+        executeLocal(comm, rank, args, plan);
+        return;
+      }
+      if (args.counts)
+        executeProcessV(comm, rank, args, plan);
+      else
+        executeProcess(comm, rank, args, plan);
+    } catch (const Error &) {
+      throw;
+    } catch (...) {
+      detail::rethrowAsError("execute");
+    }
   }
 
   void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
@@ -528,26 +714,28 @@ void Executor::execute(int rank, const void *send, void *recv, size_t sendBytes,
                                                 std::to_string(comm.worldSize() - 1));
   if ((sendBytes && !send) || (recvBytes && !recv))
     throw Error(ErrorCode::InvalidArgument, "execute: null send or recv buffer");
+  if (plan->variableSizes)
+    throw Error(ErrorCode::InvalidArgument, "execute: the " + plan->collective +
+                                                " plan has variable sizes (an AllToAllV): call executeV with the count "
+                                                "matrix");
   CallArgs args{send, recv, sendBytes, recvBytes, dtype, redop, plan.get()};
-  try {
-    if (comm.isLocal()) {
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-      if (comm.backend() == Backend::Cuda) {
-        cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
-        if (e != cudaSuccess)
-          throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
-      }
-#endif
-      (void)stream;
-      impl_->executeLocal(comm, rank, args);
-      return;
-    }
-    impl_->executeProcess(comm, rank, args, plan);
-  } catch (const Error &) {
-    throw;
-  } catch (...) {
-    detail::rethrowAsError("execute");
-  }
+  impl_->dispatch(comm, rank, args, plan, stream);
+}
+
+void Executor::executeV(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes,
+                        const std::vector<uint64_t> &counts, plan::DataType dtype, const PlanPtr &plan, void *stream) {
+  Communicator &comm = *comm_;
+  if (!plan)
+    throw Error(ErrorCode::InvalidArgument, "executeV: null plan");
+  if (rank < 0 || uint32_t(rank) >= comm.worldSize())
+    throw Error(ErrorCode::InvalidArgument, "executeV: rank " + std::to_string(rank) + " is outside 0.." +
+                                                std::to_string(comm.worldSize() - 1));
+  if (!plan->variableSizes)
+    throw Error(ErrorCode::InvalidArgument, "executeV: the " + plan->collective +
+                                                " plan has fixed sizes (no variable_sizes): call execute without "
+                                                "counts, or use an AllToAllV plan such as stdlib:alltoallv/allpairs");
+  CallArgs args{send, recv, sendBytes, recvBytes, dtype, plan::ReduceOp::Sum, plan.get(), &counts};
+  impl_->dispatch(comm, rank, args, plan, stream);
 }
 
 } // namespace msccl

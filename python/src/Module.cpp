@@ -318,9 +318,35 @@ msccl::PlanPtr planArgument(py::handle plan) {
                        std::string(py::str(py::type::of(plan).attr("__name__"))));
 }
 
+/// AllToAllV counts: a list of n lists of n non-negative ints, or a 2-D NumPy array (elements;
+/// row r = what rank r sends each peer), flattened row-major.
+std::vector<uint64_t> countsArgument(py::handle counts) {
+  std::vector<uint64_t> flat;
+  if (!py::isinstance<py::sequence>(counts) && !py::hasattr(counts, "__iter__"))
+    throw py::type_error("counts: expected an n x n matrix (list of lists or 2-D array of ints)");
+  size_t n = py::len(counts), r = 0;
+  for (py::handle row : counts) {
+    if (!py::hasattr(row, "__len__") || size_t(py::len(row)) != n)
+      throw py::value_error("counts: row " + std::to_string(r) + " does not have " + std::to_string(n) +
+                            " entries (an n x n matrix, row r = elements rank r sends each peer)");
+    size_t c = 0;
+    for (py::handle v : row) {
+      py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+      if (!i)
+        throw py::type_error("counts[" + std::to_string(r) + "][" + std::to_string(c) + "]: not an integer");
+      if (i < py::int_(0))
+        throw py::value_error("counts[" + std::to_string(r) + "][" + std::to_string(c) + "] is negative");
+      flat.push_back(i.cast<uint64_t>());
+      ++c;
+    }
+    ++r;
+  }
+  return flat;
+}
+
 void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object plan, py::object dtype, py::object op,
                 std::optional<int> rank, std::optional<size_t> sendBytes, std::optional<size_t> recvBytes,
-                uintptr_t stream) {
+                uintptr_t stream, py::object counts) {
   msccl::PlanPtr p = planArgument(plan);
   HostView in = msccl::python::hostView(send, false, sendBytes, "send");
   HostView out = msccl::python::hostView(recv, true, recvBytes, "recv");
@@ -329,6 +355,12 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
   int r = rank ? *rank : ex.comm->rank();
   if (r < 0)
     throw py::value_error("rank= is required on a local communicator (every rank in this process)");
+  if (!counts.is_none()) {
+    std::vector<uint64_t> m = countsArgument(counts);
+    py::gil_scoped_release release;
+    ex.executor->executeV(r, in.ptr, out.ptr, in.bytes, out.bytes, m, dt, p, reinterpret_cast<void *>(stream));
+    return;
+  }
   py::gil_scoped_release release;
   ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, ro, p, reinterpret_cast<void *>(stream));
 }
@@ -696,8 +728,12 @@ In place as NCCL: the same object (allreduce), or views into one buffer.)doc")
       .def("execute", &executeOne, py::arg("send"), py::arg("recv"), py::arg("plan"), py::kw_only(),
            py::arg("dtype") = py::none(), py::arg("op") = py::none(), py::arg("rank") = py::none(),
            py::arg("send_bytes") = py::none(), py::arg("recv_bytes") = py::none(), py::arg("stream") = 0,
+           py::arg("counts") = py::none(),
            "Run `plan` for this rank (rank=: required on a local communicator). dtype: element type of "
            "reductions (default: the buffers'); op: 'sum' (default), 'min', 'max' or torch's ReduceOp. "
+           "counts: AllToAllV (a plan with variable sizes, e.g. stdlib:alltoallv/allpairs): the full n x n "
+           "matrix in elements (list of lists or 2-D NumPy array; row r = elements rank r sends each peer; "
+           "the same on every rank); send holds row `rank` back to back, recv receives column `rank`. "
            "Collective. Raises ExecutionError (.kind InvalidSize, Deadlock, Misuse, ...), ArgumentError.")
       .def("set_timeout", [](PyExecutor &e, double s) { e.executor->setTimeout(s); }, py::arg("seconds"));
 

@@ -322,7 +322,8 @@ public:
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
-  /// Run `plan` for `rank` on its buffers: `send` holds `sendBytes` bytes, `recv` receives
+  /// Run `plan` (fixed sizes; a plan with variable_sizes needs executeV) for `rank` on its
+  /// buffers: `send` holds `sendBytes` bytes, `recv` receives
   /// `recvBytes` bytes (S_in and S_out of docs/spec/plan-format.md: allgather sends S/n and
   /// receives S, reducescatter the reverse, the others S and S). In place follows nccl-tests:
   /// allreduce/alltoall send == recv; allgather send == recv + rank*sendBytes; reducescatter
@@ -338,6 +339,24 @@ public:
   /// channel between nodes), InvalidSize, Deadlock, Misuse, Unsupported, Backend.
   void execute(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes, plan::DataType dtype,
                plan::ReduceOp redop, const PlanPtr &plan, void *stream = nullptr);
+
+  /// AllToAllV: run a plan with variable_sizes (docs/spec/plan-format.md §10.8, e.g.
+  /// stdlib:alltoallv/allpairs) for `rank` with the count matrix of this call.
+  /// `counts` is the FULL n x n matrix, row-major, in ELEMENTS of `dtype` (runtime::CountMatrix):
+  /// counts[r*n + p] = elements rank r sends to rank p; every rank passes the same matrix (a rank's
+  /// puts land at offsets that depend on other ranks' counts; an MPI_Alltoallv-style caller
+  /// all-gathers its send-counts row first). `send` holds this rank's blocks back to back in peer
+  /// order (row `rank`: sum_p counts[rank][p] elements), `recv` receives block p at the prefix sum
+  /// of column `rank` (sum_p counts[p][rank] elements); sendBytes/recvBytes are the buffers'
+  /// capacities in bytes, at least those sums times the element size. Zero counts are allowed.
+  /// The symbolic plan is resolved (runtime::CountsResolver) by a resolver built once per plan and
+  /// kept in this Executor; per call only the matrix is evaluated. Collective as execute.
+  /// Throws Error: InvalidArgument (a plan without variable_sizes — use execute —, counts not
+  /// n*n for the plan's n ranks, buffers smaller than the row/column sums, null buffers, ranks
+  /// disagreeing on the matrix), InvalidSize (a count beyond the plan's block_bound), and as execute.
+  void executeV(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes,
+                const std::vector<uint64_t> &counts, plan::DataType dtype, const PlanPtr &plan,
+                void *stream = nullptr);
 
   /// Seconds a local communicator's ranks wait for each other in execute before giving up with
   /// Error(Misuse) (a rank that never calls). Default 60; also DistributedOptions' launch timeout.
