@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -132,4 +133,28 @@ TEST_CASE("executeV: misuse is a clear error on every rank", "[executev]") {
     CHECK_THAT(msg, Catch::Contains("16 entries"));
   for (auto &msg : all(Matrix(16, 40), 256)) // 4 x 40 elements = 640 bytes > 256
     CHECK_THAT(msg, Catch::Contains("but its buffers hold"));
+}
+
+TEST_CASE("executeV: an alltoallv plan chosen by the registry", "[executev]") {
+  const uint32_t n = 4;
+  PlanRegistry registry;
+  registry.add(stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}}));
+  registry.add(stdlibPlan("alltoallv/allpairs", {{"ranks", "4"}}));
+  auto comm = Communicator::local(n);
+  // messageBytes: the largest row/column sum in bytes (the nccl-tests size of the call).
+  Matrix m = {10, 0, 3, 7, 1, 1, 1, 1, 0, 0, 0, 90, 5, 6, 7, 8};
+  uint64_t largest = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    uint64_t row = 0, col = 0;
+    for (uint32_t p = 0; p < n; ++p) {
+      row += m[r * n + p];
+      col += m[p * n + r];
+    }
+    largest = std::max({largest, row, col});
+  }
+  CHECK(largest == 106); // column 3
+  const RegisteredPlan &chosen = registry.selectOrThrow(comm->request("alltoallv", largest * sizeof(uint32_t)));
+  CHECK(chosen.info.collective == "alltoallv");
+  Executor ex(comm);
+  runAndCheck(ex, chosen.plan, n, m, 9);
 }

@@ -451,13 +451,15 @@ def _unique_id_rank1(uid, queue):
         executor = msccl.Executor(comm)
         executor.execute(x, y, plan)
         v = msccl.compile("stdlib:alltoallv/allpairs", defines={"ranks": 2})
+        received = []
         for counts in UniqueIdTest.V_COUNTS:
             send = _alltoallv_input(np.asarray(counts), 1)
             recv = np.full(int(np.asarray(counts)[:, 1].sum()), -1, np.int32)
             executor.execute(send, recv, v, counts=counts)
-            queue.put(("v", recv.tolist()))
-        mpi_loaded = any("libmpi" in line for line in open("/proc/self/maps"))
-        queue.put(("ok", comm.rank, comm.size, y.tolist(), mpi_loaded))
+            received.append(recv.tolist())
+        with open("/proc/self/maps") as maps:
+            mpi_loaded = any("libmpi" in line for line in maps)
+        queue.put(("ok", comm.rank, comm.size, y.tolist(), mpi_loaded, received))
     except Exception as e:  # sent to the parent
         queue.put(("error", repr(e)))
 
@@ -491,9 +493,6 @@ class UniqueIdTest(unittest.TestCase):
                 recv = np.full(int(mat[:, 0].sum()), -1, np.int32)
                 executor.execute(sends[0], recv, v, counts=mat)
                 np.testing.assert_array_equal(recv, _alltoallv_expected(mat, 0, sends))
-                got = queue.get(timeout=60)
-                self.assertEqual(got[0], "v", got)
-                np.testing.assert_array_equal(np.array(got[1], np.int32), _alltoallv_expected(mat, 1, sends))
             # The executors' sessions are freed collectively: drop ours as the child drops its own.
             del executor
             result = queue.get(timeout=60)
@@ -506,7 +505,13 @@ class UniqueIdTest(unittest.TestCase):
         self.assertEqual(child.exitcode, 0)
         # The unique-id path loads no MPI (libmsccl links none; only Communicator.from_mpi loads it).
         self.assertFalse(result[4], "the child process mapped libmpi")
-        self.assertFalse(any("libmpi" in line for line in open("/proc/self/maps")), "this process mapped libmpi")
+        for counts, got in zip(self.V_COUNTS, result[5]):
+            mat = np.asarray(counts)
+            sends = [_alltoallv_input(mat, r) for r in range(2)]
+            np.testing.assert_array_equal(np.array(got, np.int32), _alltoallv_expected(mat, 1, sends))
+        self.assertEqual(len(result[5]), len(self.V_COUNTS))
+        with open("/proc/self/maps") as maps:
+            self.assertFalse(any("libmpi" in line for line in maps), "this process mapped libmpi")
 
     def test_bad_unique_id(self):
         with self.assertRaisesRegex(ValueError, "128 bytes"):
