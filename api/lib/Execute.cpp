@@ -204,7 +204,7 @@ std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
   char message[2048] = {};
   int rc = initWorld(argc, argv, &raw, message, sizeof message);
   if (rc != 0) {
-    ErrorCode code = ErrorCode::Internal;
+    // 1 + ErrorKind: the plugin's ExecutionError, mapped to an ErrorCode as every other one.
     if (rc >= 1 && rc <= 1 + int(runtime::ErrorKind::Backend)) {
       try {
         throw runtime::ExecutionError(runtime::ErrorKind(rc - 1), message);
@@ -212,7 +212,7 @@ std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
         detail::rethrowAsError("Communicator::mpi");
       }
     }
-    throw Error(code, std::string("Communicator::mpi: ") + message);
+    throw Error(ErrorCode::Internal, std::string("Communicator::mpi: ") + message);
   }
   return adopt(std::unique_ptr<runtime::Communicator>(static_cast<runtime::Communicator *>(raw)), Backend::Cpu);
 }
