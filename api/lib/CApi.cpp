@@ -347,4 +347,18 @@ msccl_result_t msccl_execute(msccl_executor_t executor, int rank, const void *se
   });
 }
 
+msccl_result_t msccl_execute_v(msccl_executor_t executor, int rank, const void *send, void *recv, size_t send_bytes,
+                               size_t recv_bytes, const uint64_t *counts, size_t num_counts, msccl_datatype_t dtype,
+                               msccl_plan_t plan, void *stream) {
+  MSCCL_REQUIRE(executor && plan, "msccl_execute_v", "executor or plan is NULL");
+  MSCCL_REQUIRE(counts || num_counts == 0, "msccl_execute_v", "counts is NULL");
+  MSCCL_REQUIRE(int(dtype) >= MSCCL_FLOAT16 && int(dtype) <= MSCCL_UINT8, "msccl_execute_v",
+                "dtype is not an msccl_datatype_t value");
+  return guard("msccl_execute_v", [&] {
+    std::vector<uint64_t> m(counts, counts + num_counts);
+    executor->executor->executeV(rank, send, recv, send_bytes, recv_bytes, m, plan::DataType(int(dtype)), plan->plan,
+                                 stream);
+  });
+}
+
 } // extern "C"

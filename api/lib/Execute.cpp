@@ -6,7 +6,7 @@
 //     buffers in a rendezvous; the last rank to arrive runs the backend's all-ranks executor
 //     (runtime::createExecutor("cpu" | "cuda"), Executor.h) once for all of them and releases
 //     the others with the outcome (the same error on every rank);
-//   * one process per rank (MPI): runtime::DistributedSession (DistributedRun.h), cached per
+//   * one process per rank (unique id or MPI): runtime::DistributedSession (DistributedRun.h), cached per
 //     (plan, size, in-place, type, op) so a repeated call pays for its launch only; the rank's
 //     input is copied into its shared segment and the output back.
 // Both check that the sizes are the plan's S_in/S_out for one nccl-tests size S (Collective.h).
@@ -17,10 +17,9 @@
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
-#ifdef MSCCL_HAVE_MPI
 #include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/Counts.h"
 #include "msccl/runtime/DistributedRun.h"
-#endif
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR
 #include <cuda_runtime_api.h>
 #endif
@@ -28,21 +27,16 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <list>
+#include <map>
 #include <mutex>
 #include <new>
 #include <sstream>
 #include <tuple>
 
 namespace msccl {
-namespace runtime {
-// Communicator is only forward-declared in msccl.hpp; without MPI it has no definition, and
-// unique_ptr<Communicator> still needs a deleter.
-#ifndef MSCCL_HAVE_MPI
-class Communicator {};
-#endif
-} // namespace runtime
-
 namespace detail {
 
 ErrorCode currentError(std::string &message) {
@@ -138,7 +132,6 @@ std::shared_ptr<Communicator> Communicator::local(uint32_t worldSize, uint32_t r
 }
 
 std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Communicator> comm, Backend backend) {
-#ifdef MSCCL_HAVE_MPI
   if (!comm)
     throw Error(ErrorCode::InvalidArgument, "Communicator::adopt: null communicator");
   if (backend != Backend::Cpu)
@@ -150,31 +143,85 @@ std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Commu
   impl->backend = backend;
   impl->rt = std::move(comm);
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+namespace {
+
+/// The MPI bootstrap plugin's entry point (MpiBootstrap.cpp), loaded once: from
+/// MSCCL_MPI_BOOTSTRAP_LIB when set, else beside libmsccl.so, else by name through the loader's
+/// search path. RTLD_GLOBAL: OpenMPI's components resolve libmpi's symbols through it.
+using InitWorldFn = int (*)(int *, char ***, void **, char *, size_t);
+
+InitWorldFn mpiBootstrap() {
+#ifdef MSCCL_MPI_BOOTSTRAP_PLUGIN
+  static std::mutex mu;
+  static InitWorldFn fn = nullptr;
+  static std::string failure;
+  std::lock_guard<std::mutex> lk(mu);
+  if (fn)
+    return fn;
+  if (failure.empty()) {
+    std::vector<std::string> candidates;
+    if (const char *env = std::getenv("MSCCL_MPI_BOOTSTRAP_LIB"); env && *env)
+      candidates.push_back(env);
+    else {
+      Dl_info info{};
+      if (dladdr(reinterpret_cast<void *>(&mpiBootstrap), &info) && info.dli_fname) {
+        std::string self = info.dli_fname;
+        size_t slash = self.rfind('/');
+        if (slash != std::string::npos)
+          candidates.push_back(self.substr(0, slash + 1) + MSCCL_MPI_BOOTSTRAP_PLUGIN);
+      }
+      candidates.push_back(MSCCL_MPI_BOOTSTRAP_PLUGIN);
+    }
+    std::string tried;
+    for (const std::string &c : candidates) {
+      void *h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (!h) {
+        const char *e = dlerror();
+        tried += std::string(tried.empty() ? "" : "; ") + (e ? e : c);
+        continue;
+      }
+      fn = reinterpret_cast<InitWorldFn>(dlsym(h, "msccl_bootstrap_mpi_init_world"));
+      if (fn)
+        return fn;
+      tried += std::string(tried.empty() ? "" : "; ") + c + ": no msccl_bootstrap_mpi_init_world";
+    }
+    failure = "cannot load the MPI bootstrap " MSCCL_MPI_BOOTSTRAP_PLUGIN " (" + tried + ")";
+  }
+  throw Error(ErrorCode::Unsupported, "Communicator::mpi: " + failure);
 #else
-  (void)comm;
-  (void)backend;
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
+  throw Error(ErrorCode::Unsupported, "Communicator::mpi: this libmsccl was built without MPI (use "
+                                      "Communicator::getUniqueId/initRank for one process per rank)");
 #endif
 }
+
+} // namespace
 
 std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
-#ifdef MSCCL_HAVE_MPI
-  try {
-    return adopt(runtime::Communicator::initWorld(argc, argv), Backend::Cpu);
-  } catch (const Error &) {
-    throw;
-  } catch (...) {
-    detail::rethrowAsError("Communicator::mpi");
+  InitWorldFn initWorld = mpiBootstrap();
+  void *raw = nullptr;
+  char message[2048] = {};
+  int rc = initWorld(argc, argv, &raw, message, sizeof message);
+  if (rc != 0) {
+    // 1 + ErrorKind: the plugin's ExecutionError, mapped to an ErrorCode as every other one.
+    if (rc >= 1 && rc <= 1 + int(runtime::ErrorKind::Backend)) {
+      try {
+        throw runtime::ExecutionError(runtime::ErrorKind(rc - 1), message);
+      } catch (...) {
+        detail::rethrowAsError("Communicator::mpi");
+      }
+    }
+    throw Error(ErrorCode::Internal, std::string("Communicator::mpi: ") + message);
   }
-#else
-  (void)argc;
-  (void)argv;
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI (one process per rank)");
-#endif
+  return adopt(std::unique_ptr<runtime::Communicator>(static_cast<runtime::Communicator *>(raw)), Backend::Cpu);
 }
 
+bool Communicator::launchedByMpi() { return runtime::Communicator::launchedByMpi(); }
+
+bool Communicator::haveUniqueIdBootstrap() { return runtime::Communicator::haveUniqueIdBootstrap(); }
+
 // The unique-id bootstrap (runtime/Communicator.h: ZeroMQ rendezvous, POSIX shared memory).
-#ifdef MSCCL_HAVE_MPI
 UniqueId Communicator::getUniqueId() {
   try {
     runtime::UniqueId rid = runtime::Communicator::createUniqueId();
@@ -203,23 +250,35 @@ std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &id, uint32_
   }
   return adopt(std::move(rt), backend);
 }
-#else
-UniqueId Communicator::getUniqueId() {
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+
+std::shared_ptr<Communicator> Communicator::fromEnvironment(Backend backend) {
+  std::unique_ptr<runtime::Communicator> rt;
+  try {
+    rt = runtime::Communicator::initFromEnvironment();
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Communicator::fromEnvironment");
+  }
+  return adopt(std::move(rt), backend);
 }
-std::shared_ptr<Communicator> Communicator::initRank(const UniqueId &, uint32_t, uint32_t, Backend) {
-  throw Error(ErrorCode::Unsupported, "this libmsccl was built without one process per rank");
+
+void Communicator::barrier() {
+  if (!impl_->rt)
+    throw Error(ErrorCode::InvalidArgument, "barrier: a local communicator has no processes to wait for");
+  try {
+    impl_->rt->barrier();
+  } catch (...) {
+    detail::rethrowAsError("Communicator::barrier");
+  }
 }
-#endif
 
 uint32_t Communicator::worldSize() const { return impl_->worldSize; }
 uint32_t Communicator::ranksPerNode() const { return impl_->ranksPerNode; }
 bool Communicator::isLocal() const { return !impl_->rt; }
 int Communicator::rank() const {
-#ifdef MSCCL_HAVE_MPI
   if (impl_->rt)
     return impl_->rt->rank();
-#endif
   return -1;
 }
 Backend Communicator::backend() const { return impl_->backend; }
@@ -246,7 +305,31 @@ struct CallArgs {
   plan::DataType dtype = plan::DataType::Float32;
   plan::ReduceOp redop = plan::ReduceOp::Sum;
   const plan::Plan *plan = nullptr;
+  const std::vector<uint64_t> *counts = nullptr; ///< executeV: the n x n matrix (elements)
 };
+
+/// The call's matrix as a CountMatrix, checked against the plan's rank count and the buffers.
+runtime::CountMatrix countMatrix(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
+  const uint32_t n = uint32_t(p.gpus.size());
+  if (a.counts->size() != uint64_t(n) * n)
+    throw Error(ErrorCode::InvalidArgument, "executeV: the plan has " + std::to_string(n) +
+                                                " ranks, so counts must have " + std::to_string(uint64_t(n) * n) +
+                                                " entries (n x n, row-major), not " + std::to_string(a.counts->size()));
+  runtime::CountMatrix m;
+  m.n = n;
+  m.counts = *a.counts;
+  const uint64_t e = plan::dataTypeBytes(a.dtype);
+  uint64_t need = m.rowSum(rank) * e, needOut = m.colSum(rank) * e;
+  if (a.sendBytes < need || a.recvBytes < needOut)
+    throw Error(ErrorCode::InvalidArgument,
+                "executeV: rank " + std::to_string(rank) + " sends " + std::to_string(need) + " and receives " +
+                    std::to_string(needOut) + " bytes (row/column sums of counts x " + std::to_string(e) +
+                    " bytes), but its buffers hold " + std::to_string(a.sendBytes) + " and " +
+                    std::to_string(a.recvBytes) + " bytes");
+  if ((need && !a.send) || (needOut && !a.recv))
+    throw Error(ErrorCode::InvalidArgument, "executeV: null send or recv buffer");
+  return m;
+}
 
 /// S_in/S_out of the plan for the call's sizes, or Error(InvalidArgument / InvalidSize).
 runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t recvBytes) {
@@ -302,7 +385,25 @@ struct Executor::Impl {
   std::string missingRanks; ///< Ranks absent when the first rank of an abandoned round gave up.
   std::unique_ptr<runtime::Executor> backend;
 
-#ifdef MSCCL_HAVE_MPI
+  // AllToAllV: one CountsResolver per plan (built at its first executeV, reused afterwards).
+  struct Resolver {
+    PlanPtr plan; // keeps the symbolic plan alive
+    std::unique_ptr<runtime::CountsResolver> resolver;
+  };
+  std::mutex resolverMu;
+  std::map<const plan::Plan *, Resolver> resolvers;
+  runtime::CountsResolver &resolverFor(const PlanPtr &p) {
+    std::lock_guard<std::mutex> lk(resolverMu);
+    Resolver &r = resolvers[p.get()];
+    if (!r.resolver) {
+      r.resolver = std::make_unique<runtime::CountsResolver>(*p);
+      r.plan = p;
+    }
+    return *r.resolver;
+  }
+  PlanPtr currentPlan; ///< Local rounds: the PlanPtr of rank 0's call (for resolverFor).
+  std::vector<std::vector<uint8_t>> stagingIn, stagingOut;
+
   struct Session {
     PlanPtr plan; // keeps the plan the session refers to alive
     std::tuple<const plan::Plan *, uint64_t, uint64_t, bool, plan::DataType, plan::ReduceOp> key;
@@ -310,7 +411,6 @@ struct Executor::Impl {
   };
   std::list<Session> sessions; ///< Most recently used first; at most kMaxSessions.
   static constexpr size_t kMaxSessions = 8;
-#endif
 
   /// The last rank to arrive runs every rank's call.
   void runRound(Communicator &comm) {
@@ -319,7 +419,9 @@ struct Executor::Impl {
       const CallArgs &a = *slots[r];
       if (a.plan != a0.plan && !(*a.plan == *a0.plan))
         throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes another plan than rank 0");
-      if (a.sendBytes != a0.sendBytes || a.recvBytes != a0.recvBytes)
+      if (bool(a.counts) != bool(a0.counts) || (a.counts && *a.counts != *a0.counts))
+        throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes another count matrix than rank 0");
+      if (!a0.counts && (a.sendBytes != a0.sendBytes || a.recvBytes != a0.recvBytes))
         throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) + " passes send/recv sizes " +
                                                     std::to_string(a.sendBytes) + "/" + std::to_string(a.recvBytes) +
                                                     " but rank 0 " + std::to_string(a0.sendBytes) + "/" +
@@ -332,6 +434,10 @@ struct Executor::Impl {
     if (p.gpus.size() != comm.worldSize())
       throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
+    if (a0.counts) {
+      runRoundV(comm);
+      return;
+    }
     checkSizes(p, a0.sendBytes, a0.recvBytes);
     checkReduceOp(p, a0.redop);
     if (!backend)
@@ -347,7 +453,44 @@ struct Executor::Impl {
     backend->execute(req);
   }
 
-  void executeLocal(Communicator &comm, int rank, const CallArgs &args) {
+  /// AllToAllV on a local communicator: resolve once for all ranks, run the concrete plan on
+  /// staging buffers of S_in / S_out bytes (every rank's buffers have one size in a request),
+  /// copy each rank's row in and its column out.
+  void runRoundV(Communicator &comm) {
+    const CallArgs &a0 = *slots[0];
+    std::vector<runtime::CountMatrix> mats;
+    for (uint32_t r = 0; r < slots.size(); ++r)
+      mats.push_back(countMatrix(*a0.plan, r, *slots[r]));
+    runtime::CountsResolver &res = resolverFor(currentPlan);
+    const plan::Plan &concrete = res.resolve(mats[0], a0.dtype);
+    runtime::MessageSizes ms = res.sizes();
+    if (!backend)
+      backend = runtime::createExecutor(backendName(comm.backend()));
+    if (comm.backend() != Backend::Cpu)
+      throw Error(ErrorCode::Unsupported, "executeV runs on the CPU backend here");
+    const uint64_t e = plan::dataTypeBytes(a0.dtype);
+    stagingIn.resize(slots.size());
+    stagingOut.resize(slots.size());
+    runtime::ExecuteRequest req;
+    req.plan = &concrete;
+    req.inputBytes = ms.inputBytes;
+    req.outputBytes = ms.outputBytes;
+    req.dataType = a0.dtype;
+    req.reduceOp = a0.redop;
+    for (uint32_t r = 0; r < slots.size(); ++r) {
+      stagingIn[r].assign(ms.inputBytes, 0);
+      stagingOut[r].assign(ms.outputBytes, 0);
+      if (uint64_t b = mats[0].rowSum(r) * e)
+        std::memcpy(stagingIn[r].data(), slots[r]->send, b);
+      req.buffers.push_back({stagingIn[r].data(), stagingOut[r].data()});
+    }
+    backend->execute(req);
+    for (uint32_t r = 0; r < slots.size(); ++r)
+      if (uint64_t b = mats[0].colSum(r) * e)
+        std::memcpy(slots[r]->recv, stagingOut[r].data(), b);
+  }
+
+  void executeLocal(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &planPtr) {
     std::unique_lock<std::mutex> lk(mu);
     if (slots.empty())
       slots.resize(comm.worldSize());
@@ -356,6 +499,8 @@ struct Executor::Impl {
                                                   " calls execute again before the other ranks joined its call "
                                                   "(two threads with one rank?)");
     slots[rank] = args;
+    if (rank == 0)
+      currentPlan = planPtr;
     const uint64_t mine = generation;
     if (++arrived == slots.size()) {
       ErrorCode code = ErrorCode::Ok;
@@ -367,6 +512,7 @@ struct Executor::Impl {
         code = detail::currentError(message);
       }
       lk.lock();
+      currentPlan.reset();
       roundCode = code;
       roundMessage = message;
       for (auto &s : slots)
@@ -393,7 +539,101 @@ struct Executor::Impl {
       throw Error(roundCode, roundMessage);
   }
 
-#ifdef MSCCL_HAVE_MPI
+  /// AllToAllV, one process per rank: resolve with this Executor's resolver, and run the concrete
+  /// plan in a DistributedSession cached per (plan, matrix, type) (a new matrix opens a session;
+  /// every rank opens the same ones, checked by exchanging a digest of the matrix).
+  struct SessionV {
+    PlanPtr plan;
+    std::vector<uint64_t> counts;
+    plan::DataType dtype;
+    std::unique_ptr<plan::Plan> concrete; // the session refers to it
+    std::unique_ptr<runtime::DistributedSession> session;
+  };
+  std::list<SessionV> sessionsV;
+
+  void executeProcessV(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
+    runtime::Communicator &rt = *comm.runtimeCommunicator();
+    if (rank != rt.rank())
+      throw Error(ErrorCode::InvalidArgument, "executeV: rank " + std::to_string(rank) +
+                                                  " called in the process of rank " + std::to_string(rt.rank()));
+    const plan::Plan &p = *a.plan;
+    if (p.gpus.size() != comm.worldSize())
+      throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
+                                              " ranks but the communicator " + std::to_string(comm.worldSize()));
+    runtime::CountMatrix m = countMatrix(p, uint32_t(rank), a);
+    auto it = sessionsV.begin();
+    for (; it != sessionsV.end(); ++it)
+      if (it->plan.get() == a.plan && it->dtype == a.dtype && it->counts == *a.counts)
+        break;
+    if (it == sessionsV.end()) {
+      uint64_t digest = 1469598103934665603ull; // FNV-1a over the matrix
+      for (uint64_t c : *a.counts)
+        for (int b = 0; b < 8; ++b)
+          digest = (digest ^ ((c >> (8 * b)) & 0xff)) * 1099511628211ull;
+      uint64_t mineDesc[4] = {p.gpus.size(), uint64_t(a.dtype), a.counts->size(), digest};
+      auto all = rt.allGather(mineDesc, sizeof mineDesc);
+      for (size_t r = 0; r < all.size(); ++r)
+        if (std::memcmp(all[r].data(), mineDesc, sizeof mineDesc) != 0)
+          throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(r) +
+                                                      " calls executeV with another plan size, data type or count "
+                                                      "matrix than rank " + std::to_string(rt.rank()));
+      runtime::CountsResolver &res = resolverFor(planPtr);
+      SessionV s;
+      s.plan = planPtr;
+      s.counts = *a.counts;
+      s.dtype = a.dtype;
+      s.concrete = std::make_unique<plan::Plan>(res.resolve(m, a.dtype));
+      runtime::MessageSizes ms = res.sizes();
+      runtime::RunOptions o;
+      o.size = std::max(ms.inputBytes, ms.outputBytes);
+      o.dataType = a.dtype;
+      o.reduceOp = a.redop;
+      o.inPlace = false;
+      o.check = false;
+      runtime::DistributedOptions dist;
+      dist.timeoutSeconds = timeout;
+      if (sessionsV.size() >= kMaxSessions)
+        sessionsV.pop_back();
+      s.session = std::make_unique<runtime::DistributedSession>(rt, *s.concrete, o, dist);
+      sessionsV.push_front(std::move(s));
+      it = sessionsV.begin();
+    } else if (it != sessionsV.begin()) {
+      sessionsV.splice(sessionsV.begin(), sessionsV, it);
+      it = sessionsV.begin();
+    }
+    const uint64_t e = plan::dataTypeBytes(a.dtype);
+    const uint64_t inBytes = m.rowSum(uint32_t(rank)) * e, outBytes = m.colSum(uint32_t(rank)) * e;
+    runtime::DistributedSession &session = *it->session;
+    session.execute([&](uint8_t *input) { if (inBytes) std::memcpy(input, a.send, inBytes); }, 0, 1);
+    if (outBytes)
+      std::memcpy(a.recv, session.output(), outBytes);
+  }
+
+  void dispatch(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &plan, void *stream) {
+    try {
+      if (comm.isLocal()) {
+#ifdef MSCCL_HAVE_CUDA_EXECUTOR
+        if (comm.backend() == Backend::Cuda) {
+          cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+          if (e != cudaSuccess)
+            throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
+        }
+#endif
+        (void)stream;
+        executeLocal(comm, rank, args, plan);
+        return;
+      }
+      if (args.counts)
+        executeProcessV(comm, rank, args, plan);
+      else
+        executeProcess(comm, rank, args, plan);
+    } catch (const Error &) {
+      throw;
+    } catch (...) {
+      detail::rethrowAsError("execute");
+    }
+  }
+
   void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
     runtime::Communicator &rt = *comm.runtimeCommunicator();
     if (rank != rt.rank())
@@ -445,7 +685,6 @@ struct Executor::Impl {
     session.execute([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); }, 0, 1);
     std::memcpy(a.recv, session.output(), a.recvBytes);
   }
-#endif
 };
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)), impl_(std::make_unique<Impl>()) {
@@ -475,30 +714,28 @@ void Executor::execute(int rank, const void *send, void *recv, size_t sendBytes,
                                                 std::to_string(comm.worldSize() - 1));
   if ((sendBytes && !send) || (recvBytes && !recv))
     throw Error(ErrorCode::InvalidArgument, "execute: null send or recv buffer");
+  if (plan->variableSizes)
+    throw Error(ErrorCode::InvalidArgument, "execute: the " + plan->collective +
+                                                " plan has variable sizes (an AllToAllV): call executeV with the count "
+                                                "matrix");
   CallArgs args{send, recv, sendBytes, recvBytes, dtype, redop, plan.get()};
-  try {
-    if (comm.isLocal()) {
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-      if (comm.backend() == Backend::Cuda) {
-        cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
-        if (e != cudaSuccess)
-          throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
-      }
-#endif
-      (void)stream;
-      impl_->executeLocal(comm, rank, args);
-      return;
-    }
-#ifdef MSCCL_HAVE_MPI
-    impl_->executeProcess(comm, rank, args, plan);
-#else
-    throw Error(ErrorCode::Unsupported, "this libmsccl was built without MPI");
-#endif
-  } catch (const Error &) {
-    throw;
-  } catch (...) {
-    detail::rethrowAsError("execute");
-  }
+  impl_->dispatch(comm, rank, args, plan, stream);
+}
+
+void Executor::executeV(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes,
+                        const std::vector<uint64_t> &counts, plan::DataType dtype, const PlanPtr &plan, void *stream) {
+  Communicator &comm = *comm_;
+  if (!plan)
+    throw Error(ErrorCode::InvalidArgument, "executeV: null plan");
+  if (rank < 0 || uint32_t(rank) >= comm.worldSize())
+    throw Error(ErrorCode::InvalidArgument, "executeV: rank " + std::to_string(rank) + " is outside 0.." +
+                                                std::to_string(comm.worldSize() - 1));
+  if (!plan->variableSizes)
+    throw Error(ErrorCode::InvalidArgument, "executeV: the " + plan->collective +
+                                                " plan has fixed sizes (no variable_sizes): call execute without "
+                                                "counts, or use an AllToAllV plan such as stdlib:alltoallv/allpairs");
+  CallArgs args{send, recv, sendBytes, recvBytes, dtype, plan::ReduceOp::Sum, plan.get(), &counts};
+  impl_->dispatch(comm, rank, args, plan, stream);
 }
 
 } // namespace msccl

@@ -318,9 +318,35 @@ msccl::PlanPtr planArgument(py::handle plan) {
                        std::string(py::str(py::type::of(plan).attr("__name__"))));
 }
 
+/// AllToAllV counts: a list of n lists of n non-negative ints, or a 2-D NumPy array (elements;
+/// row r = what rank r sends each peer), flattened row-major.
+std::vector<uint64_t> countsArgument(py::handle counts) {
+  std::vector<uint64_t> flat;
+  if (!py::isinstance<py::sequence>(counts) && !py::hasattr(counts, "__iter__"))
+    throw py::type_error("counts: expected an n x n matrix (list of lists or 2-D array of ints)");
+  size_t n = py::len(counts), r = 0;
+  for (py::handle row : counts) {
+    if (!py::hasattr(row, "__len__") || size_t(py::len(row)) != n)
+      throw py::value_error("counts: row " + std::to_string(r) + " does not have " + std::to_string(n) +
+                            " entries (an n x n matrix, row r = elements rank r sends each peer)");
+    size_t c = 0;
+    for (py::handle v : row) {
+      py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+      if (!i)
+        throw py::type_error("counts[" + std::to_string(r) + "][" + std::to_string(c) + "]: not an integer");
+      if (i < py::int_(0))
+        throw py::value_error("counts[" + std::to_string(r) + "][" + std::to_string(c) + "] is negative");
+      flat.push_back(i.cast<uint64_t>());
+      ++c;
+    }
+    ++r;
+  }
+  return flat;
+}
+
 void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object plan, py::object dtype, py::object op,
                 std::optional<int> rank, std::optional<size_t> sendBytes, std::optional<size_t> recvBytes,
-                uintptr_t stream) {
+                uintptr_t stream, py::object counts) {
   msccl::PlanPtr p = planArgument(plan);
   HostView in = msccl::python::hostView(send, false, sendBytes, "send");
   HostView out = msccl::python::hostView(recv, true, recvBytes, "recv");
@@ -329,6 +355,12 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
   int r = rank ? *rank : ex.comm->rank();
   if (r < 0)
     throw py::value_error("rank= is required on a local communicator (every rank in this process)");
+  if (!counts.is_none()) {
+    std::vector<uint64_t> m = countsArgument(counts);
+    py::gil_scoped_release release;
+    ex.executor->executeV(r, in.ptr, out.ptr, in.bytes, out.bytes, m, dt, p, reinterpret_cast<void *>(stream));
+    return;
+  }
   py::gil_scoped_release release;
   ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, ro, p, reinterpret_cast<void *>(stream));
 }
@@ -602,14 +634,14 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
            }, MSCCL_REQUEST_ARGS, "explain() as text, one line per plan.");
 
   // --- Communicator ---
-  // The unique-id bootstrap of the runtime (runtime/Communicator.h) adopted by libmsccl.
+  // libmsccl's unique-id bootstrap (Communicator::getUniqueId / initRank; no MPI).
   m.def("get_unique_id", [] {
-    msccl::runtime::UniqueId id;
+    msccl::UniqueId id;
     {
       py::gil_scoped_release release;
-      id = msccl::runtime::Communicator::createUniqueId();
+      id = msccl::Communicator::getUniqueId();
     }
-    return py::bytes(id.bytes, sizeof id.bytes);
+    return py::bytes(id.internal, sizeof id.internal);
   }, "A new unique id (128 bytes) for Communicator.init_rank, as ncclGetUniqueId: make it in the process that "
      "will be rank 0 (it binds rank 0's TCP port on MSCCL_BOOTSTRAP_ADDR, default 127.0.0.1) and send it to all.");
 
@@ -630,23 +662,22 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
       }, "MPI_COMM_WORLD's communicator (initialises MPI unless mpi4py or another owner did).")
       .def_static("init_rank", [](py::bytes uid, uint32_t worldSize, uint32_t rank, const std::string &backend) {
         std::string s = uid;
-        msccl::runtime::UniqueId id;
-        if (s.size() != sizeof id.bytes)
-          throw py::value_error("unique id: expected " + std::to_string(sizeof id.bytes) +
+        msccl::UniqueId id;
+        if (s.size() != sizeof id.internal)
+          throw py::value_error("unique id: expected " + std::to_string(sizeof id.internal) +
                                 " bytes (from get_unique_id()), got " + std::to_string(s.size()));
-        std::memcpy(id.bytes, s.data(), s.size());
+        std::memcpy(id.internal, s.data(), s.size());
         msccl::Backend b = backendArgument(backend);
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::adopt(
-            msccl::runtime::Communicator::initFromUniqueId(id, int(rank), int(worldSize)), b);
+        c->comm = msccl::Communicator::initRank(id, worldSize, rank, b);
         return c;
       }, py::arg("unique_id"), py::arg("world_size"), py::arg("rank"), py::kw_only(), py::arg("backend") = "cpu",
          "Join the job of a unique id as `rank` of `world_size` (collective; as ncclCommInitRank).")
       .def_static("_from_environment", [] {
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::adopt(msccl::runtime::Communicator::initFromEnvironment());
+        c->comm = msccl::Communicator::fromEnvironment();
         return c;
       })
       .def_static("local", [](uint32_t worldSize, uint32_t ranksPerNode, const std::string &backend) {
@@ -655,7 +686,7 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
         return c;
       }, py::arg("world_size"), py::arg("ranks_per_node") = 0, py::kw_only(), py::arg("backend") = "cpu",
          "Every rank in this process: each rank's thread calls Executor.execute(..., rank=r).")
-      .def_static("launched_by_mpi", &msccl::runtime::Communicator::launchedByMpi,
+      .def_static("launched_by_mpi", &msccl::Communicator::launchedByMpi,
                   "Whether an MPI launcher (mpirun, srun) started this process.")
       .def_property_readonly("rank", [](const PyCommunicator &c) { return c.comm->rank(); },
                              "This process's rank (-1 for a local communicator).")
@@ -675,11 +706,10 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
            "A SelectRequest with this communicator's world size and ranks per node (message_bytes: the "
            "nccl-tests size, max(send, recv) bytes).")
       .def("barrier", [](PyCommunicator &c) {
-        msccl::runtime::Communicator *rt = c.comm->runtimeCommunicator();
-        if (!rt)
+        if (c.comm->isLocal())
           throw py::value_error("barrier: a local communicator has no processes to wait for");
         py::gil_scoped_release release;
-        rt->barrier();
+        c.comm->barrier();
       }, "Wait until every rank (process) arrives.")
       .def("__repr__", [](const PyCommunicator &c) {
         return "<msccl.Communicator " + (c.comm->isLocal() ? std::string("local") : "rank " + std::to_string(c.comm->rank())) +
@@ -698,8 +728,12 @@ In place as NCCL: the same object (allreduce), or views into one buffer.)doc")
       .def("execute", &executeOne, py::arg("send"), py::arg("recv"), py::arg("plan"), py::kw_only(),
            py::arg("dtype") = py::none(), py::arg("op") = py::none(), py::arg("rank") = py::none(),
            py::arg("send_bytes") = py::none(), py::arg("recv_bytes") = py::none(), py::arg("stream") = 0,
+           py::arg("counts") = py::none(),
            "Run `plan` for this rank (rank=: required on a local communicator). dtype: element type of "
            "reductions (default: the buffers'); op: 'sum' (default), 'min', 'max' or torch's ReduceOp. "
+           "counts: AllToAllV (a plan with variable sizes, e.g. stdlib:alltoallv/allpairs): the full n x n "
+           "matrix in elements (list of lists or 2-D NumPy array; row r = elements rank r sends each peer; "
+           "the same on every rank); send holds row `rank` back to back, recv receives column `rank`. "
            "Collective. Raises ExecutionError (.kind InvalidSize, Deadlock, Misuse, ...), ArgumentError.")
       .def("set_timeout", [](PyExecutor &e, double s) { e.executor->setTimeout(s); }, py::arg("seconds"));
 

@@ -158,3 +158,17 @@ TEST_CASE("bad calls: every rank gets the error, nobody hangs", "[execute]") {
   CHECK(comm->request("allreduce", 4096).worldSize == 4);
   CHECK(comm->rank() == -1);
 }
+
+TEST_CASE("Communicator::mpi without its bootstrap plugin is a clear error, not a crash", "[execute]") {
+  // libmsccl links no MPI: Communicator::mpi loads libmsccl_bootstrap_mpi.so. A plugin that is
+  // not there names the file and why (the failure is remembered for this process).
+  ::setenv("MSCCL_MPI_BOOTSTRAP_LIB", "/nonexistent/libmsccl_bootstrap_mpi.so", 1);
+  try {
+    Communicator::mpi();
+    FAIL("Communicator::mpi succeeded without its plugin");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("/nonexistent/libmsccl_bootstrap_mpi.so"));
+  }
+  ::unsetenv("MSCCL_MPI_BOOTSTRAP_LIB");
+}

@@ -37,6 +37,25 @@ static void *run_rank(void *p) {
   return NULL;
 }
 
+/* AllToAllV: rank r sends (r + p) % 3 * 100 elements to rank p (some pairs send nothing). */
+static uint64_t v_count(int r, int p) { return (uint64_t)((r + p) % 3) * 100; }
+static uint64_t v_matrix[NRANKS * NRANKS];
+static uint32_t v_send[NRANKS][NRANKS * 300], v_recv[NRANKS][NRANKS * 300];
+
+typedef struct {
+  msccl_executor_t executor;
+  msccl_plan_t plan;
+  int rank;
+  msccl_result_t result;
+} v_args;
+
+static void *run_rank_v(void *p) {
+  v_args *a = (v_args *)p;
+  a->result = msccl_execute_v(a->executor, a->rank, v_send[a->rank], v_recv[a->rank], sizeof v_send[0],
+                              sizeof v_recv[0], v_matrix, NRANKS * NRANKS, MSCCL_UINT32, a->plan, NULL);
+  return NULL;
+}
+
 static int pick_last(const msccl_request_t *request, const msccl_plan_t *candidates, const char *const *names,
                      size_t n, void *user_data) {
   (void)candidates;
@@ -159,6 +178,57 @@ int main(int argc, char **argv) {
     for (int i = 0; i < COUNT; ++i)
       wrong += recv[r][i] != (float)(60 + 4 * (i % 7));
   CHECK(wrong == 0);
+
+  /* AllToAllV: msccl_execute_v with the full count matrix on 4 thread ranks. */
+  {
+    msccl_compile_params_t vp;
+    CHECK(msccl_compile_params_create(&vp) == MSCCL_OK);
+    CHECK(msccl_compile_params_define(vp, "ranks", "4") == MSCCL_OK);
+    CHECK(msccl_compile_params_cache(vp, cache, 1) == MSCCL_OK);
+    msccl_plan_t v = NULL;
+    CHECK(msccl_compile("stdlib:alltoallv/allpairs", vp, &v, NULL) == MSCCL_OK);
+    for (int r = 0; r < NRANKS; ++r) {
+      uint64_t off = 0;
+      for (int p = 0; p < NRANKS; ++p) {
+        v_matrix[r * NRANKS + p] = v_count(r, p);
+        for (uint64_t i = 0; i < v_count(r, p); ++i)
+          v_send[r][off + i] = (uint32_t)(r * 100000 + p * 1000 + i);
+        off += v_count(r, p);
+      }
+    }
+    v_args va[NRANKS];
+    for (int r = 0; r < NRANKS; ++r) {
+      va[r].executor = executor;
+      va[r].plan = v;
+      va[r].rank = r;
+      pthread_create(&threads[r], NULL, run_rank_v, &va[r]);
+    }
+    for (int r = 0; r < NRANKS; ++r)
+      pthread_join(threads[r], NULL);
+    for (int r = 0; r < NRANKS; ++r)
+      CHECK(va[r].result == MSCCL_OK);
+    int vwrong = 0;
+    for (int q = 0; q < NRANKS; ++q) {
+      uint64_t off = 0;
+      for (int p = 0; p < NRANKS; ++p) {
+        for (uint64_t i = 0; i < v_count(p, q); ++i)
+          vwrong += v_recv[q][off + i] != (uint32_t)(p * 100000 + q * 1000 + i);
+        off += v_count(p, q);
+      }
+    }
+    CHECK(vwrong == 0);
+    /* A fixed-size plan given counts; a matrix of the wrong shape. */
+    CHECK(msccl_execute_v(executor, 0, v_send[0], v_recv[0], 64, 64, v_matrix, NRANKS * NRANKS, MSCCL_UINT32,
+                          chosen, NULL) == MSCCL_INVALID_ARGUMENT);
+    CHECK(strstr(msccl_last_error(), "fixed sizes") != NULL);
+    CHECK(msccl_execute(executor, 0, v_send[0], v_recv[0], 64, 64, MSCCL_UINT32, MSCCL_SUM, v, NULL) ==
+          MSCCL_INVALID_ARGUMENT);
+    CHECK(strstr(msccl_last_error(), "executeV") != NULL);
+    CHECK(msccl_execute_v(executor, 0, v_send[0], v_recv[0], 64, 64, NULL, 16, MSCCL_UINT32, v, NULL) ==
+          MSCCL_INVALID_ARGUMENT);
+    msccl_plan_release(v);
+    msccl_compile_params_destroy(vp);
+  }
 
   /* Bad calls. */
   CHECK(msccl_execute(executor, 9, send[0], recv[0], 16, 16, MSCCL_FLOAT32, MSCCL_SUM, chosen, NULL) ==

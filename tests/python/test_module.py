@@ -375,6 +375,72 @@ class ExecuteLocalTest(unittest.TestCase):
         self.assertTrue(str(cm.exception))
 
 
+def _alltoallv_expected(counts, q, sends):
+    """Rank q's AllToAllV output: block p is counts[p][q] elements of rank p's row from its prefix up to q."""
+    blocks = []
+    for p in range(len(counts)):
+        start = int(sum(counts[p][:q]))
+        blocks.append(sends[p][start:start + int(counts[p][q])])
+    return np.concatenate(blocks)
+
+
+def _alltoallv_input(counts, r):
+    return (np.arange(int(sum(counts[r])), dtype=np.int32) + 100000 * r).astype(np.int32)
+
+
+class AllToAllVTest(unittest.TestCase):
+    """Executor.execute(..., counts=) with stdlib:alltoallv/allpairs on 4 rank threads."""
+    ranks = 4
+
+    def run_matrix(self, executor, plan, counts):
+        n = self.ranks
+        mat = np.asarray(counts)
+        sends = [_alltoallv_input(mat, r) for r in range(n)]
+        recvs = [np.full(int(mat[:, q].sum()), -1, np.int32) for q in range(n)]
+        errors = []
+
+        def rank_thread(r):
+            try:
+                # A 2-D NumPy array on even ranks, a list of lists on odd ones: the same matrix.
+                executor.execute(sends[r], recvs[r], plan, rank=r, counts=mat if r % 2 == 0 else mat.tolist())
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=rank_thread, args=(r,)) for r in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for q in range(n):
+            np.testing.assert_array_equal(recvs[q], _alltoallv_expected(mat, q, sends))
+
+    def test_matrices(self):
+        plan = msccl.compile("stdlib:alltoallv/allpairs", defines={"ranks": self.ranks})
+        executor = msccl.Executor(msccl.Communicator.local(self.ranks))
+        rng = np.random.default_rng(3)
+        self.run_matrix(executor, plan, np.full((4, 4), 64))
+        self.run_matrix(executor, plan, rng.integers(0, 300, (4, 4)))
+        zero_heavy = np.zeros((4, 4), np.int64)
+        zero_heavy[1, 3] = 999
+        zero_heavy[2, 2] = 7
+        self.run_matrix(executor, plan, zero_heavy)
+
+    def test_bad_counts(self):
+        plan = msccl.compile("stdlib:alltoallv/allpairs", defines={"ranks": self.ranks})
+        fixed = msccl.compile("stdlib:allreduce/ring", defines={"ranks": self.ranks, "inplace": False})
+        executor = msccl.Executor(msccl.Communicator.local(self.ranks))
+        x = np.zeros(64, np.int32)
+        with self.assertRaisesRegex(msccl.ArgumentError, "fixed sizes"):
+            executor.execute(x, x.copy(), fixed, rank=0, counts=[[1] * 4] * 4)
+        with self.assertRaisesRegex(msccl.ArgumentError, "executeV"):
+            executor.execute(x, x.copy(), plan, rank=0)
+        with self.assertRaisesRegex(ValueError, "row 1"):
+            executor.execute(x, x.copy(), plan, rank=0, counts=[[1] * 4, [1] * 3, [1] * 4, [1] * 4])
+        with self.assertRaisesRegex(ValueError, "negative"):
+            executor.execute(x, x.copy(), plan, rank=0, counts=[[-1] * 4] * 4)
+
+
 def _unique_id_rank1(uid, queue):
     """Rank 1 of the unique-id test, in a spawned interpreter."""
     try:
@@ -382,13 +448,25 @@ def _unique_id_rank1(uid, queue):
         plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2, "inplace": False})
         x = np.arange(256, dtype=np.float32) * 2
         y = np.zeros_like(x)
-        msccl.Executor(comm).execute(x, y, plan)
-        queue.put(("ok", comm.rank, comm.size, y.tolist()))
+        executor = msccl.Executor(comm)
+        executor.execute(x, y, plan)
+        v = msccl.compile("stdlib:alltoallv/allpairs", defines={"ranks": 2})
+        received = []
+        for counts in UniqueIdTest.V_COUNTS:
+            send = _alltoallv_input(np.asarray(counts), 1)
+            recv = np.full(int(np.asarray(counts)[:, 1].sum()), -1, np.int32)
+            executor.execute(send, recv, v, counts=counts)
+            received.append(recv.tolist())
+        with open("/proc/self/maps") as maps:
+            mpi_loaded = any("libmpi" in line for line in maps)
+        queue.put(("ok", comm.rank, comm.size, y.tolist(), mpi_loaded, received))
     except Exception as e:  # sent to the parent
         queue.put(("error", repr(e)))
 
 
 class UniqueIdTest(unittest.TestCase):
+    V_COUNTS = [[[3, 500], [0, 41]], [[0, 0], [7, 0]], [[3, 500], [0, 41]]]  # the last: a cached session
+
     def test_two_processes_from_a_unique_id(self):
         """get_unique_id here (rank 0), init_rank in this process and in a spawned one, no MPI."""
         os.environ["MSCCL_BOOTSTRAP_TIMEOUT"] = "40"  # a child that died fails the test in 40 s, not 120 s
@@ -405,7 +483,18 @@ class UniqueIdTest(unittest.TestCase):
             plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2, "inplace": False})
             x = np.arange(256, dtype=np.float32)
             y = np.zeros_like(x)
-            msccl.Executor(comm).execute(x, y, plan)
+            executor = msccl.Executor(comm)
+            executor.execute(x, y, plan)
+            # AllToAllV across the two processes, each matrix checked element by element on both ranks.
+            v = msccl.compile("stdlib:alltoallv/allpairs", defines={"ranks": 2})
+            for counts in self.V_COUNTS:
+                mat = np.asarray(counts)
+                sends = [_alltoallv_input(mat, r) for r in range(2)]
+                recv = np.full(int(mat[:, 0].sum()), -1, np.int32)
+                executor.execute(sends[0], recv, v, counts=mat)
+                np.testing.assert_array_equal(recv, _alltoallv_expected(mat, 0, sends))
+            # The executors' sessions are freed collectively: drop ours as the child drops its own.
+            del executor
             result = queue.get(timeout=60)
         finally:
             child.join(timeout=60)
@@ -414,6 +503,15 @@ class UniqueIdTest(unittest.TestCase):
         np.testing.assert_array_equal(y, np.arange(256, dtype=np.float32) * 3)
         np.testing.assert_array_equal(np.array(result[3], np.float32), y)
         self.assertEqual(child.exitcode, 0)
+        # The unique-id path loads no MPI (libmsccl links none; only Communicator.from_mpi loads it).
+        self.assertFalse(result[4], "the child process mapped libmpi")
+        for counts, got in zip(self.V_COUNTS, result[5]):
+            mat = np.asarray(counts)
+            sends = [_alltoallv_input(mat, r) for r in range(2)]
+            np.testing.assert_array_equal(np.array(got, np.int32), _alltoallv_expected(mat, 1, sends))
+        self.assertEqual(len(result[5]), len(self.V_COUNTS))
+        with open("/proc/self/maps") as maps:
+            self.assertFalse(any("libmpi" in line for line in maps), "this process mapped libmpi")
 
     def test_bad_unique_id(self):
         with self.assertRaisesRegex(ValueError, "128 bytes"):

@@ -173,6 +173,14 @@ void msccl_executor_destroy(msccl_executor_t executor);
 msccl_result_t msccl_execute(msccl_executor_t executor, int rank, const void *send, void *recv, size_t send_bytes,
                              size_t recv_bytes, msccl_datatype_t dtype, msccl_redop_t redop, msccl_plan_t plan,
                              void *stream);
+/* Executor::executeV (msccl.hpp): AllToAllV with a plan that has variable_sizes. counts is the full
+   n x n matrix, row-major, num_counts = n*n, in elements of dtype (counts[r*n+p] = elements rank r
+   sends rank p; every rank passes the same matrix). send holds row `rank` back to back, recv gets
+   column `rank`; send_bytes/recv_bytes are the buffers' capacities. MSCCL_INVALID_ARGUMENT for
+   a fixed-size plan, a matrix that is not n x n, or buffers smaller than the row/column sums. */
+msccl_result_t msccl_execute_v(msccl_executor_t executor, int rank, const void *send, void *recv, size_t send_bytes,
+                               size_t recv_bytes, const uint64_t *counts, size_t num_counts, msccl_datatype_t dtype,
+                               msccl_plan_t plan, void *stream);
 
 #ifdef __cplusplus
 }

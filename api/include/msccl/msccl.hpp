@@ -263,14 +263,27 @@ public:
   static std::shared_ptr<Communicator> local(uint32_t worldSize, uint32_t ranksPerNode = 0,
                                              Backend backend = Backend::Cpu);
   /// One process per rank, started by mpirun/srun: initialises MPI (runtime/Communicator.h;
-  /// MSCCL_RANKS_PER_NODE honoured). CPU backend. Throws Error(Unsupported) in a build without MPI.
+  /// MSCCL_RANKS_PER_NODE honoured). CPU backend. libmsccl.so itself links no MPI: the first
+  /// call loads the MPI bootstrap plugin libmsccl_bootstrap_mpi.so (from MSCCL_MPI_BOOTSTRAP_LIB,
+  /// else beside libmsccl.so, else the loader's path). Throws Error(Unsupported) when the build
+  /// has no MPI or the plugin cannot be loaded (the message says which file and why),
+  /// Error(Backend) on an MPI failure.
   static std::shared_ptr<Communicator> mpi(int *argc = nullptr, char ***argv = nullptr);
+  /// True when an MPI launcher (mpirun, srun) started this process (its environment; MPI is
+  /// not initialised).
+  static bool launchedByMpi();
+  /// Whether getUniqueId/initRank work in this build (ZeroMQ found when it was built).
+  static bool haveUniqueIdBootstrap();
   /// One process per rank from a unique id made by getUniqueId() on one rank and passed to all
-  /// (as ncclGetUniqueId / ncclCommInitRank). Collective over the `worldSize` processes.
-  /// Throws Error(Unsupported) in a build without the unique-id bootstrap.
+  /// (as ncclGetUniqueId / ncclCommInitRank). Collective over the `worldSize` processes. No MPI.
+  /// Throws Error(Unsupported) in a build without the unique-id bootstrap, Error(Backend) when
+  /// the rendezvous fails (ranks missing after MSCCL_BOOTSTRAP_TIMEOUT, bad id, rank out of range).
   static UniqueId getUniqueId();
   static std::shared_ptr<Communicator> initRank(const UniqueId &id, uint32_t worldSize, uint32_t rank,
                                                 Backend backend = Backend::Cpu);
+  /// One process per rank from torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
+  /// MASTER_PORT; runtime::Communicator::initFromEnvironment): no MPI. Errors as initRank.
+  static std::shared_ptr<Communicator> fromEnvironment(Backend backend = Backend::Cpu);
   /// Adopt a runtime communicator (one process per rank) made elsewhere.
   static std::shared_ptr<Communicator> adopt(std::unique_ptr<runtime::Communicator> comm,
                                              Backend backend = Backend::Cpu);
@@ -287,6 +300,9 @@ public:
   Backend backend() const;
   /// The runtime communicator of a process-per-rank job (null for a local one).
   runtime::Communicator *runtimeCommunicator() const;
+  /// Wait until every process of the job arrives (collective). Error(InvalidArgument) on a
+  /// local communicator, Error(Backend) when the bootstrap fails.
+  void barrier();
 
   /// Select with this communicator's world size and ranks per node filled in.
   SelectRequest request(const std::string &collective, uint64_t messageBytes, bool inPlace = false) const;
@@ -306,7 +322,8 @@ public:
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
-  /// Run `plan` for `rank` on its buffers: `send` holds `sendBytes` bytes, `recv` receives
+  /// Run `plan` (fixed sizes; a plan with variable_sizes needs executeV) for `rank` on its
+  /// buffers: `send` holds `sendBytes` bytes, `recv` receives
   /// `recvBytes` bytes (S_in and S_out of docs/spec/plan-format.md: allgather sends S/n and
   /// receives S, reducescatter the reverse, the others S and S). In place follows nccl-tests:
   /// allreduce/alltoall send == recv; allgather send == recv + rank*sendBytes; reducescatter
@@ -322,6 +339,24 @@ public:
   /// channel between nodes), InvalidSize, Deadlock, Misuse, Unsupported, Backend.
   void execute(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes, plan::DataType dtype,
                plan::ReduceOp redop, const PlanPtr &plan, void *stream = nullptr);
+
+  /// AllToAllV: run a plan with variable_sizes (docs/spec/plan-format.md §10.8, e.g.
+  /// stdlib:alltoallv/allpairs) for `rank` with the count matrix of this call.
+  /// `counts` is the FULL n x n matrix, row-major, in ELEMENTS of `dtype` (runtime::CountMatrix):
+  /// counts[r*n + p] = elements rank r sends to rank p; every rank passes the same matrix (a rank's
+  /// puts land at offsets that depend on other ranks' counts; an MPI_Alltoallv-style caller
+  /// all-gathers its send-counts row first). `send` holds this rank's blocks back to back in peer
+  /// order (row `rank`: sum_p counts[rank][p] elements), `recv` receives block p at the prefix sum
+  /// of column `rank` (sum_p counts[p][rank] elements); sendBytes/recvBytes are the buffers'
+  /// capacities in bytes, at least those sums times the element size. Zero counts are allowed.
+  /// The symbolic plan is resolved (runtime::CountsResolver) by a resolver built once per plan and
+  /// kept in this Executor; per call only the matrix is evaluated. Collective as execute.
+  /// Throws Error: InvalidArgument (a plan without variable_sizes — use execute —, counts not
+  /// n*n for the plan's n ranks, buffers smaller than the row/column sums, null buffers, ranks
+  /// disagreeing on the matrix), InvalidSize (a count beyond the plan's block_bound), and as execute.
+  void executeV(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes,
+                const std::vector<uint64_t> &counts, plan::DataType dtype, const PlanPtr &plan,
+                void *stream = nullptr);
 
   /// Seconds a local communicator's ranks wait for each other in execute before giving up with
   /// Error(Misuse) (a rank that never calls). Default 60; also DistributedOptions' launch timeout.

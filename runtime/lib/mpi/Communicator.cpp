@@ -110,4 +110,12 @@ void NodeSharedMemory::flush(int rank) { impl_->flush(rank); }
 void NodeSharedMemory::flushAll() { impl_->flushAll(); }
 void NodeSharedMemory::progress() { impl_->progress(); }
 
+// Here, not in the MPI bootstrap: it reads the environment only (callers without MPI ask it).
+bool Communicator::launchedByMpi() {
+  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(v))
+      return true;
+  return false;
+}
+
 } // namespace msccl::runtime

@@ -91,13 +91,6 @@ struct MpiShared final : NodeSharedMemory::Impl {
   void progress() override;
 };
 
-bool Communicator::launchedByMpi() {
-  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(v))
-      return true;
-  return false;
-}
-
 std::unique_ptr<Communicator> Communicator::initWorld(int *argc, char ***argv) {
   int inited = 0;
   MPI_Initialized(&inited);
