@@ -29,9 +29,8 @@ RunReport startRun(const Plan &plan, const RunOptions &o) {
   return rep;
 }
 
-namespace {
-// AllToAllV: resolve the counts once, run the concrete plan, report bytes moved.
-RunReport runVariable(Executor &ex, const Plan &plan, const RunOptions &o) {
+RunReport runVariableSizes(const Plan &plan, const RunOptions &o,
+                           const std::function<RunReport(const Plan &, const RunOptions &)> &run) {
   if (!o.counts)
     throw ExecutionError(ErrorKind::InvalidSize, needsCountsMessage(plan));
   if (o.inPlace.value_or(false))
@@ -43,12 +42,11 @@ RunReport runVariable(Executor &ex, const Plan &plan, const RunOptions &o) {
   RunOptions inner = o;
   inner.size = std::max(resolver.sizes().inputBytes, resolver.sizes().outputBytes);
   inner.planValidated = false;
-  RunReport rep = runCollective(ex, concrete, inner);
+  RunReport rep = run(concrete, inner);
   finishVariableReport(rep, *o.counts, o.dataType, uint32_t(plan.gpus.size()));
   rep.resolveSeconds = std::chrono::duration<double>(t1 - t0).count();
   return rep;
 }
-} // namespace
 
 void finishVariableReport(RunReport &rep, const CountMatrix &m, DataType type, uint32_t n) {
   rep.bytesMoved = m.total() * dataTypeBytes(type);
@@ -60,7 +58,7 @@ void finishVariableReport(RunReport &rep, const CountMatrix &m, DataType type, u
 
 RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
   if (plan.variableSizes)
-    return runVariable(ex, plan, o);
+    return runVariableSizes(plan, o, [&](const Plan &p, const RunOptions &ro) { return runCollective(ex, p, ro); });
   RunReport rep = startRun(plan, o);
   const MessageSizes *ms = &rep.sizes;
   const uint32_t n = uint32_t(plan.gpus.size());

@@ -687,21 +687,10 @@ const uint8_t *DistributedSession::output() const { return impl_->m.ranks[impl_-
 
 RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,
                                    const DistributedOptions &dist) {
-  if (plan.variableSizes) { // AllToAllV: every process resolves the same matrix, then runs its rank
-    if (!o.counts)
-      throw ExecutionError(ErrorKind::InvalidSize, needsCountsMessage(plan));
-    CountsResolver resolver(plan);
-    auto t0 = std::chrono::steady_clock::now();
-    const Plan &concrete = resolver.resolve(*o.counts, o.dataType);
-    auto t1 = std::chrono::steady_clock::now();
-    RunOptions inner = o;
-    inner.size = std::max(resolver.sizes().inputBytes, resolver.sizes().outputBytes);
-    inner.planValidated = false;
-    RunReport rep = runCollectiveDistributed(comm, concrete, inner, dist);
-    finishVariableReport(rep, *o.counts, o.dataType, uint32_t(plan.gpus.size()));
-    rep.resolveSeconds = std::chrono::duration<double>(t1 - t0).count();
-    return rep;
-  }
+  if (plan.variableSizes) // AllToAllV: every process resolves the same matrix, then runs its rank
+    return runVariableSizes(plan, o, [&](const Plan &p, const RunOptions &ro) {
+      return runCollectiveDistributed(comm, p, ro, dist);
+    });
   DistributedSession session(comm, plan, o, dist);
   RunReport rep = session.start();
   const MessageSizes *ms = &rep.sizes;

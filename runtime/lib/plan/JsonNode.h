@@ -134,4 +134,9 @@ struct Node {
 };
 
 
+/// The top-level fields both formats share (name, collective, protocol, inplace,
+/// num_threads_per_block, use_double_scratch_buffer, buffer_alignment, min/max_message_size),
+/// read from `root` (an object) into `plan`. Throws PlanError at the field's path.
+void readPlanHeader(const Node &root, Plan &plan);
+
 } // namespace msccl::plan::json_read

@@ -500,22 +500,7 @@ Plan fromLegacyJson(const nlohmann::json &json) {
   Node root{json, ""};
   root.object();
   Plan plan;
-  Node name = root.at("name");
-  if (!name.v.is_null())
-    plan.name = name.str();
-  plan.collective = root.at("collective").str();
-  plan.protocol = root.at("protocol").str();
-  plan.inplace = root.at("inplace").boolean();
-  if (auto n = root.find("num_threads_per_block"))
-    plan.numThreadsPerBlock = n->u32();
-  if (auto n = root.find("use_double_scratch_buffer"))
-    plan.useDoubleScratchBuffer = n->boolean();
-  if (auto n = root.find("buffer_alignment"))
-    plan.bufferAlignment = n->u64();
-  if (auto n = root.find("min_message_size"))
-    plan.minMessageSize = n->u64();
-  if (auto n = root.find("max_message_size"))
-    plan.maxMessageSize = n->u64();
+  readPlanHeader(root, plan);
   Node gpus = root.at("gpus");
   size_t ng = gpus.array();
   plan.gpus.reserve(ng);

@@ -240,20 +240,13 @@ Gpu readGpu(const Node &n) {
 
 } // namespace
 
-Plan fromJson(const nlohmann::json &json) {
-  if (isLegacyPlan(json))
-    return fromLegacyJson(json); // MSCCLPPLang's older format, converted (LegacyPlan.h)
-  Node root{json, ""};
-  root.object();
-  Plan plan;
+void json_read::readPlanHeader(const Node &root, Plan &plan) {
   Node name = root.at("name");
   if (!name.v.is_null())
     plan.name = name.str();
   plan.collective = root.at("collective").str();
   plan.protocol = root.at("protocol").str();
   plan.inplace = root.at("inplace").boolean();
-  if (auto n = root.find("reuse_resources"))
-    plan.reuseResources = n->boolean();
   if (auto n = root.find("num_threads_per_block"))
     plan.numThreadsPerBlock = n->u32();
   if (auto n = root.find("use_double_scratch_buffer"))
@@ -264,6 +257,17 @@ Plan fromJson(const nlohmann::json &json) {
     plan.minMessageSize = n->u64();
   if (auto n = root.find("max_message_size"))
     plan.maxMessageSize = n->u64();
+}
+
+Plan fromJson(const nlohmann::json &json) {
+  if (isLegacyPlan(json))
+    return fromLegacyJson(json); // MSCCLPPLang's older format, converted (LegacyPlan.h)
+  Node root{json, ""};
+  root.object();
+  Plan plan;
+  readPlanHeader(root, plan);
+  if (auto n = root.find("reuse_resources"))
+    plan.reuseResources = n->boolean();
   if (auto n = root.find("variable_sizes")) {
     n->object();
     VariableSizes vs;

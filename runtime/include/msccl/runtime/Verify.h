@@ -16,6 +16,7 @@
 #include "msccl/runtime/Counts.h"
 #include "msccl/runtime/Executor.h"
 
+#include <functional>
 #include <optional>
 
 namespace msccl::runtime {
@@ -68,7 +69,15 @@ RunReport startRun(const plan::Plan &plan, const RunOptions &options);
 /// (CountsResolver, Counts.h), the concrete plan runs, and each rank's output is checked against
 /// the matrix; report.bytesMoved is the bytes of all blocks and algbw is bytesMoved / ranks / time.
 RunReport runCollective(Executor &executor, const plan::Plan &plan, const RunOptions &options);
-/// AllToAllV report figures from the matrix (bytesMoved, algbw, busbw); shared with the MPI runner.
+/// AllToAllV report figures from the matrix (bytesMoved, algbw, busbw).
 void finishVariableReport(RunReport &report, const CountMatrix &counts, plan::DataType type, uint32_t nranks);
+/// The AllToAllV prologue of every runner (runCollective, the MPI runner): checks that `options`
+/// carry counts and ask for an out-of-place run, resolves the plan once (CountsResolver), calls
+/// `run` with the concrete plan and options sized for it (planValidated cleared), then fills the
+/// report's bytesMoved/algbw/busbw and resolveSeconds.
+/// Throws ExecutionError(InvalidSize) without counts, ExecutionError(Unsupported) in place, what
+/// CountsResolver::resolve throws for a bad matrix, and what `run` throws.
+RunReport runVariableSizes(const plan::Plan &plan, const RunOptions &options,
+                           const std::function<RunReport(const plan::Plan &, const RunOptions &)> &run);
 
 } // namespace msccl::runtime
