@@ -294,6 +294,8 @@ msccl_result_t msccl_registry_explain(msccl_registry_t registry, const msccl_req
 msccl_result_t msccl_comm_create_local(uint32_t world_size, uint32_t ranks_per_node, msccl_backend_t backend,
                                        msccl_comm_t *comm) {
   MSCCL_REQUIRE(comm, "msccl_comm_create_local", "comm is NULL");
+  MSCCL_REQUIRE(backend == MSCCL_BACKEND_CPU || backend == MSCCL_BACKEND_CUDA, "msccl_comm_create_local",
+                "backend is not an msccl_backend_t value");
   return guard("msccl_comm_create_local", [&] {
     auto c = Communicator::local(world_size, ranks_per_node, backend == MSCCL_BACKEND_CUDA ? Backend::Cuda : Backend::Cpu);
     *comm = new msccl_comm{std::move(c)};
@@ -314,6 +316,8 @@ msccl_result_t msccl_get_unique_id(msccl_unique_id_t *id) {
 msccl_result_t msccl_comm_init_rank(const msccl_unique_id_t *id, uint32_t world_size, uint32_t rank,
                                     msccl_backend_t backend, msccl_comm_t *comm) {
   MSCCL_REQUIRE(id && comm, "msccl_comm_init_rank", "id or comm is NULL");
+  MSCCL_REQUIRE(backend == MSCCL_BACKEND_CPU || backend == MSCCL_BACKEND_CUDA, "msccl_comm_init_rank",
+                "backend is not an msccl_backend_t value");
   return guard("msccl_comm_init_rank", [&] {
     UniqueId u;
     std::memcpy(u.internal, id->internal, sizeof u.internal);

@@ -151,6 +151,8 @@ int main(int argc, char **argv) {
 
   /* Execute the chosen plan on 4 thread ranks. */
   msccl_comm_t comm;
+  CHECK(msccl_comm_create_local(NRANKS, 0, (msccl_backend_t)7, &comm) == MSCCL_INVALID_ARGUMENT);
+  CHECK(strstr(msccl_last_error(), "backend") != NULL);
   CHECK(msccl_comm_create_local(NRANKS, 0, MSCCL_BACKEND_CPU, &comm) == MSCCL_OK);
   CHECK(msccl_comm_world_size(comm) == NRANKS && msccl_comm_ranks_per_node(comm) == NRANKS);
   CHECK(msccl_comm_rank(comm) == -1);

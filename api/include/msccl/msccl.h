@@ -35,23 +35,28 @@ typedef enum {
   MSCCL_INTERNAL_ERROR = 11
 } msccl_result_t;
 
-/* Same order as plan::DataType / plan::ReduceOp (msccl/plan/PlanEnums.def). */
+/* Same order as plan::DataType / plan::ReduceOp (msccl/plan/PlanEnums.def). Each enum that a
+   caller passes in ends with a *_MAX_ENUM member (as Vulkan's do) so that any int value is a
+   valid value of the type: out-of-range values are refused by the call (MSCCL_INVALID_ARGUMENT)
+   instead of being undefined behaviour in the C++ that receives them. */
 typedef enum {
   MSCCL_FLOAT16 = 0,
   MSCCL_BFLOAT16 = 1,
   MSCCL_FLOAT32 = 2,
   MSCCL_INT32 = 3,
   MSCCL_UINT32 = 4,
-  MSCCL_UINT8 = 5
+  MSCCL_UINT8 = 5,
+  MSCCL_DATATYPE_MAX_ENUM = 0x7fffffff
 } msccl_datatype_t;
-typedef enum { MSCCL_SUM = 0, MSCCL_MIN = 1, MSCCL_MAX = 2 } msccl_redop_t;
-typedef enum { MSCCL_BACKEND_CPU = 0, MSCCL_BACKEND_CUDA = 1 } msccl_backend_t;
+typedef enum { MSCCL_SUM = 0, MSCCL_MIN = 1, MSCCL_MAX = 2, MSCCL_REDOP_MAX_ENUM = 0x7fffffff } msccl_redop_t;
+typedef enum { MSCCL_BACKEND_CPU = 0, MSCCL_BACKEND_CUDA = 1, MSCCL_BACKEND_MAX_ENUM = 0x7fffffff } msccl_backend_t;
 /* In-place support of a registered plan; MSCCL_INPLACE_FROM_PLAN = the plan's `inplace`. */
 typedef enum {
   MSCCL_INPLACE_FROM_PLAN = -1,
   MSCCL_OUT_OF_PLACE = 0,
   MSCCL_IN_PLACE = 1,
-  MSCCL_INPLACE_BOTH = 2
+  MSCCL_INPLACE_BOTH = 2,
+  MSCCL_INPLACE_MAX_ENUM = 0x7fffffff
 } msccl_inplace_t;
 
 typedef struct msccl_plan *msccl_plan_t;                   /* a plan (shared, immutable) */
