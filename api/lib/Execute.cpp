@@ -457,17 +457,18 @@ struct Executor::Impl {
   /// staging buffers of S_in / S_out bytes (every rank's buffers have one size in a request),
   /// copy each rank's row in and its column out.
   void runRoundV(Communicator &comm) {
+    if (comm.backend() != Backend::Cpu)
+      throw Error(ErrorCode::Unsupported, "executeV runs on the CPU backend here");
     const CallArgs &a0 = *slots[0];
-    std::vector<runtime::CountMatrix> mats;
-    for (uint32_t r = 0; r < slots.size(); ++r)
-      mats.push_back(countMatrix(*a0.plan, r, *slots[r]));
+    // Every rank passes the same matrix (runRound checked); each rank's buffers are checked against it.
+    const runtime::CountMatrix m = countMatrix(*a0.plan, 0, a0);
+    for (uint32_t r = 1; r < slots.size(); ++r)
+      countMatrix(*a0.plan, r, *slots[r]);
     runtime::CountsResolver &res = resolverFor(currentPlan);
-    const plan::Plan &concrete = res.resolve(mats[0], a0.dtype);
+    const plan::Plan &concrete = res.resolve(m, a0.dtype);
     runtime::MessageSizes ms = res.sizes();
     if (!backend)
       backend = runtime::createExecutor(backendName(comm.backend()));
-    if (comm.backend() != Backend::Cpu)
-      throw Error(ErrorCode::Unsupported, "executeV runs on the CPU backend here");
     const uint64_t e = plan::dataTypeBytes(a0.dtype);
     stagingIn.resize(slots.size());
     stagingOut.resize(slots.size());
@@ -480,13 +481,13 @@ struct Executor::Impl {
     for (uint32_t r = 0; r < slots.size(); ++r) {
       stagingIn[r].assign(ms.inputBytes, 0);
       stagingOut[r].assign(ms.outputBytes, 0);
-      if (uint64_t b = mats[0].rowSum(r) * e)
+      if (uint64_t b = m.rowSum(r) * e)
         std::memcpy(stagingIn[r].data(), slots[r]->send, b);
       req.buffers.push_back({stagingIn[r].data(), stagingOut[r].data()});
     }
     backend->execute(req);
     for (uint32_t r = 0; r < slots.size(); ++r)
-      if (uint64_t b = mats[0].colSum(r) * e)
+      if (uint64_t b = m.colSum(r) * e)
         std::memcpy(slots[r]->recv, stagingOut[r].data(), b);
   }
 
