@@ -1,6 +1,6 @@
 // Host-only tests of the port channel proxy (PortProxy.h). The test plays the kernel: it
-// writes requests into FIFOs in ordinary host memory and watches the proxy serve them. Flag,
-// sync and malformed requests make no CUDA call, so no GPU or driver is needed. Checked: flags
+// writes requests into FIFOs in ordinary host memory and watches the proxy serve them, with
+// the host implementation of the device layer, so no GPU or driver is needed. Checked: flags
 // in order and `completed` published; waitIdle; quiescence (tables rewritten while the proxy
 // is stopped are the ones the restarted proxy uses, and nothing is served while stopped).
 #include "PortProxy.h"
@@ -45,6 +45,12 @@ struct Fifo {
 
 uint64_t load(const uint64_t &v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
 
+/// The host implementation of the device layer (its copies are host copies).
+DeviceApi *hostApi() {
+  static std::unique_ptr<DeviceApi> api = makeHostDeviceApi();
+  return api.get();
+}
+
 } // namespace
 
 TEST_CASE("the proxy serves flags in order and publishes progress", "[cuda][proxy]") {
@@ -54,7 +60,7 @@ TEST_CASE("the proxy serves flags in order and publishes progress", "[cuda][prox
   ranks[0].flagTargets = {&targets[0], &targets[1]};
   ranks[1].flagTargets = {&targets[2]};
   PortProxy proxy;
-  proxy.start(&ranks);
+  proxy.start(*hostApi(), &ranks);
   for (int i = 0; i < 20; ++i) { // more than the FIFO capacity: slots are recycled
     f0.flag(i % 2);
     f1.flag(0);
@@ -77,7 +83,7 @@ TEST_CASE("a stopped proxy serves nothing, and a restarted one uses the rewritte
   std::vector<ProxyRank> ranks = {f.rank()};
   ranks[0].flagTargets = {&oldTarget};
   PortProxy proxy;
-  proxy.start(&ranks);
+  proxy.start(*hostApi(), &ranks);
   f.flag(0);
   REQUIRE(proxy.waitIdle({f.head}, 10.0));
   CHECK(load(oldTarget) == 1);
@@ -92,7 +98,7 @@ TEST_CASE("a stopped proxy serves nothing, and a restarted one uses the rewritte
   CHECK_FALSE(proxy.waitIdle({f.head}, 0.05)); // stopped: the request waits in the FIFO
   CHECK(load(f.completed) == 1);
 
-  proxy.start(&ranks);
+  proxy.start(*hostApi(), &ranks);
   REQUIRE(proxy.waitIdle({f.head}, 10.0));
   CHECK(load(f.completed) == 2); // the tail survived the restart
   CHECK(load(newTargets[5]) == 1);
@@ -106,7 +112,7 @@ TEST_CASE("malformed requests are completed and reported", "[cuda][proxy]") {
   std::vector<ProxyRank> ranks = {f.rank()};
   ranks[0].flagTargets = {&target};
   PortProxy proxy;
-  proxy.start(&ranks);
+  proxy.start(*hostApi(), &ranks);
   f.flag(3); // no channel 3
   REQUIRE(proxy.waitIdle({f.head}, 10.0));
   CHECK_THAT(proxy.error(), Catch::Contains("port signal on channel 3"));
@@ -114,7 +120,7 @@ TEST_CASE("malformed requests are completed and reported", "[cuda][proxy]") {
   REQUIRE(proxy.waitIdle({f.head}, 10.0));
   CHECK(load(target) == 0);
   proxy.stop();
-  proxy.start(&ranks); // a restart clears the error
+  proxy.start(*hostApi(), &ranks); // a restart clears the error
   CHECK(proxy.error().empty());
   proxy.stop();
 }

@@ -6,7 +6,6 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "CudaContext.h"
-#include "KernelLaunch.h"
 #include "LaunchSchedule.h"
 
 #include <cstring>
@@ -19,50 +18,23 @@ using runtime::ExecutionError;
 
 constexpr uint32_t kFifoCapacity = 512;
 
-void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError(); // clear a sticky launch error where possible
-    throw ExecutionError(ErrorKind::Backend, std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
-  }
-}
-
 Allocations::~Allocations() {
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
-    if (it->host) cudaFreeHost(it->ptr);
-    else {
-      cudaSetDevice(it->dev);
-      cudaFree(it->ptr);
-    }
+    if (it->host) api_.releaseHostMapped(it->ptr);
+    else api_.release(it->dev, it->ptr);
   }
 }
 
 void *Allocations::device(int dev, size_t bytes) {
-  void *p = nullptr;
-  check(cudaSetDevice(dev), "cudaSetDevice");
-  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc");
+  void *p = api_.allocate(dev, bytes);
   blocks_.push_back({dev, p, false});
-  check(cudaMemset(p, 0, bytes ? bytes : 16), "cudaMemset");
   return p;
 }
 
 void *Allocations::hostMapped(size_t bytes) {
-  void *p = nullptr;
-  check(cudaHostAlloc(&p, bytes ? bytes : 16, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+  void *p = api_.allocateHostMapped(bytes);
   blocks_.push_back({0, p, true});
-  std::memset(p, 0, bytes ? bytes : 16);
   return p;
-}
-
-void *stagingAlloc(int device, size_t bytes) {
-  void *p = nullptr;
-  check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc (staging)");
-  return p;
-}
-
-void stagingFree(int device, void *ptr) {
-  cudaSetDevice(device);
-  cudaFree(ptr);
 }
 
 Context::~Context() {
@@ -70,8 +42,11 @@ Context::~Context() {
   // proxy can deliver (stopping the proxy first made it sit out the whole wait timeout).
   for (GpuState &g : gpus)
     if (g.stream) {
-      cudaSetDevice(g.device);
-      cudaStreamSynchronize(g.stream);
+      try {
+        api.synchronize(g.device, g.stream);
+      } catch (const std::exception &) {
+        // Teardown goes on.
+      }
     }
   if (usesPort && !abandoned && proxy.running()) {
     try {
@@ -82,21 +57,16 @@ Context::~Context() {
   }
   proxy.stop();
   for (GpuState &g : gpus) {
-    cudaSetDevice(g.device);
-    if (g.stream) cudaStreamDestroy(g.stream);
-    if (g.done) cudaEventDestroy(g.done);
+    api.destroyStream(g.device, g.stream);
+    api.destroyEvent(g.device, g.done);
   }
-  for (ProxyRank &p : proxyRanks)
-    if (p.stream) {
-      cudaSetDevice(p.device);
-      cudaStreamDestroy(p.stream);
-    }
+  for (ProxyRank &p : proxyRanks) api.destroyStream(p.device, p.stream);
 }
 
 namespace {
 
-template <class T> void toDevice(T *dst, const std::vector<T> &src) {
-  if (!src.empty()) check(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy (plan to device)");
+template <class T> void toDevice(DeviceApi &api, T *dst, const std::vector<T> &src) {
+  if (!src.empty()) api.copy(dst, src.data(), src.size() * sizeof(T));
 }
 
 uint64_t opsPerLaunch(const LoweredRank &r) {
@@ -117,9 +87,11 @@ uint64_t opsPerLaunch(const LoweredRank &r) {
 
 } // namespace
 
-std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<LoweredRank> lowered, const std::vector<int> &rankDevice) {
-  auto ctx = std::make_unique<Context>();
+std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
+                                      const std::vector<int> &rankDevice) {
+  auto ctx = std::make_unique<Context>(api);
   Context &c = *ctx;
+  auto toDevice = [&api](auto *dst, const auto &src) { detail::toDevice(api, dst, src); };
   c.resolved = runtime::resolvePlan(plan);
   const size_t nr = plan.gpus.size();
   c.ranks.resize(nr);
@@ -184,19 +156,10 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
     toDevice(s.memoryChannels, mem);
     std::vector<DevPortChannel> port(rg.portChannels.size());
     for (size_t p = 0; p < port.size(); ++p) {
-      void *dp = nullptr;
-      check(cudaHostGetDevicePointer(&dp, s.portInbound + p, 0), "cudaHostGetDevicePointer");
-      port[p].inbound = static_cast<uint64_t *>(dp);
+      port[p].inbound = s.portInbound + p; // host-mapped: the same address on every device
       port[p].expected = s.portExpected + p;
     }
     toDevice(s.portChannels, port);
-    if (s.fifo.slots) { // the kernel uses device views of the mapped FIFO
-      void *dp = nullptr;
-      check(cudaHostGetDevicePointer(&dp, s.fifo.slots, 0), "cudaHostGetDevicePointer");
-      s.fifo.slots = static_cast<DevProxyRequest *>(dp);
-      check(cudaHostGetDevicePointer(&dp, s.fifo.completed, 0), "cudaHostGetDevicePointer");
-      s.fifo.completed = static_cast<uint64_t *>(dp);
-    }
   }
 
   // Proxy: one entry per rank (host views; UVA makes host and device views of mapped memory equal).
@@ -206,8 +169,7 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
       RankState &s = c.ranks[r];
       ProxyRank &p = c.proxyRanks[r];
       p.device = s.device;
-      check(cudaSetDevice(s.device), "cudaSetDevice");
-      check(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking), "cudaStreamCreate (proxy)");
+      p.stream = api.createStream(s.device);
       p.slots = s.fifo.slots;
       p.completed = s.fifo.completed;
       p.capacity = s.fifo.capacity;
@@ -225,7 +187,6 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
     GpuState g;
     g.device = dev;
     g.ranks = ranks;
-    check(cudaSetDevice(dev), "cudaSetDevice");
     std::vector<DevThreadblock> tbs;
     for (size_t slot = 0; slot < ranks.size(); ++slot)
       for (DevThreadblock tb : c.ranks[ranks[slot]].lowered.threadblocks) {
@@ -233,11 +194,9 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
         tbs.push_back(tb);
       }
     g.numBlocks = tbs.size();
-    const unsigned threads = plan.numThreadsPerBlock;
-    int perSm = 0;
-    check(planKernelBlocksPerSm(threads, &perSm), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+    const unsigned threads = api.threadsPerBlock(plan.numThreadsPerBlock);
+    const int perSm = api.residentBlocksPerSm(dev, threads);
+    const DeviceProperties prop = api.properties(dev);
     // Port copies between ranks of this GPU may run as a kernel: keep an SM for them.
     const bool reserve = c.usesPort && ranks.size() > 1;
     const uint64_t resident = coResidentBlockLimit(perSm, prop.multiProcessorCount, reserve);
@@ -249,15 +208,14 @@ std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<Lowere
                                std::to_string(prop.multiProcessorCount) + " SMs" +
                                (reserve ? ", one SM kept free for the port proxy's copies" : "") +
                                ") fit; threadblocks wait on each other, so the plan cannot run with these ranks on one GPU");
-    int coop = 0;
-    g.cooperative = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) == cudaSuccess && coop != 0;
+    g.cooperative = prop.cooperativeLaunch;
     g.threadblocks = A.deviceArray<DevThreadblock>(dev, tbs.size());
     toDevice(g.threadblocks, tbs);
     g.rankContexts = A.deviceArray<DevRankContext>(dev, ranks.size());
     g.abort = A.deviceArray<DevAbort>(dev, 1);
-    check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming), "cudaEventCreate");
-    c.gpus.push_back(g);
+    c.gpus.push_back(g); // owned by the context from here on (teardown destroys its stream and event)
+    c.gpus.back().stream = api.createStream(dev);
+    c.gpus.back().done = api.createEvent(dev);
   }
   return ctx;
 }
@@ -279,8 +237,7 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
     RankState &s = c.ranks[r];
     std::vector<char *> remote(s.remoteOwner.size());
     for (size_t g = 0; g < remote.size(); ++g) remote[g] = bufferOf(s.remoteOwner[g], s.remoteType[g]);
-    check(cudaSetDevice(s.device), "cudaSetDevice");
-    toDevice(s.remoteBases, remote);
+    toDevice(c.api, s.remoteBases, remote);
     std::vector<DevSwitchChannel> sw;
     const auto &switches = c.resolved.gpus[r].switchChannels;
     for (size_t k = 0; k < switches.size(); ++k) {
@@ -294,7 +251,7 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
       }
       sw.push_back(d);
     }
-    toDevice(s.switchChannels, sw);
+    toDevice(c.api, s.switchChannels, sw);
     if (c.usesPort) {
       ProxyRank &p = c.proxyRanks[r];
       p.local[0] = s.input;
@@ -327,10 +284,9 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
       rc.rank = r;
       rcs.push_back(rc);
     }
-    check(cudaSetDevice(g.device), "cudaSetDevice");
-    toDevice(g.rankContexts, rcs);
+    toDevice(c.api, g.rankContexts, rcs);
   }
-  if (c.usesPort) c.proxy.start(&c.proxyRanks);
+  if (c.usesPort) c.proxy.start(c.api, &c.proxyRanks);
 }
 
 void drainPortProxy(Context &c, double timeoutSeconds) {
@@ -339,8 +295,7 @@ void drainPortProxy(Context &c, double timeoutSeconds) {
   for (size_t r = 0; r < c.ranks.size(); ++r) {
     const RankState &s = c.ranks[r];
     if (!s.fifo.head) continue;
-    check(cudaSetDevice(s.device), "cudaSetDevice");
-    check(cudaMemcpy(&pushed[r], s.fifo.head, sizeof(uint64_t), cudaMemcpyDeviceToHost), "cudaMemcpy (FIFO head)");
+    c.api.copy(&pushed[r], s.fifo.head, sizeof(uint64_t));
   }
   if (!c.proxy.waitIdle(pushed, timeoutSeconds))
     throw ExecutionError(ErrorKind::Deadlock, "cuda: the port channel proxy did not complete the kernels' requests within " +

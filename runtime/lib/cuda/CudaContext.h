@@ -15,6 +15,7 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "DeviceApi.h"
 #include "PortProxy.h"
 #include "StagingPool.h"
 
@@ -22,20 +23,16 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Resolve.h"
 
-#include <cuda_runtime_api.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace msccl::cuda::detail {
 
-/// Throws runtime::ExecutionError(Backend) naming `what` when `e` is an error.
-void check(cudaError_t e, const char *what);
-
 /// Device or host-mapped allocations freed with the context.
 class Allocations {
 public:
+  explicit Allocations(DeviceApi &api) : api_(api) {}
   ~Allocations();
   void *device(int dev, size_t bytes);      ///< zero-filled device memory on `dev`
   void *hostMapped(size_t bytes);           ///< zero-filled pinned, mapped, portable host memory
@@ -43,6 +40,7 @@ public:
 
 private:
   struct Block { int dev; void *ptr; bool host; };
+  DeviceApi &api_;
   std::vector<Block> blocks_;
 };
 
@@ -74,8 +72,8 @@ struct RankState {
 
 struct GpuState {
   int device = 0;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t done = nullptr;
+  DeviceStream stream = nullptr;
+  DeviceEvent done = nullptr;
   std::vector<uint32_t> ranks;
   DevThreadblock *threadblocks = nullptr;
   unsigned numBlocks = 0;
@@ -84,11 +82,12 @@ struct GpuState {
   bool cooperative = false; ///< launched with cudaLaunchCooperativeKernel (device supports it)
 };
 
-/// cudaMalloc on `device` / cudaFree (the staging pool's allocator; errors are ExecutionErrors).
-void *stagingAlloc(int device, size_t bytes);
-void stagingFree(int device, void *ptr);
-
 struct Context {
+  explicit Context(DeviceApi &a)
+      : api(a), memory(a), staging([&a](int dev, size_t n) { return a.allocate(dev, n); },
+                                   [&a](int dev, void *p) { a.release(dev, p); }) {}
+  DeviceApi &api;
+
   // Key.
   const plan::Plan *plan = nullptr;
   uint64_t inputBytes = 0, outputBytes = 0;
@@ -105,7 +104,7 @@ struct Context {
   uint64_t opsPerLaunch = 0;
   bool abandoned = false; ///< a launch timed out: counters and FIFOs are not balanced
   Allocations memory;
-  StagingPool staging{stagingAlloc, stagingFree}; ///< user buffers staged on their rank's GPU
+  StagingPool staging; ///< user buffers staged on their rank's GPU
 
   /// Teardown drains first: the streams (kernels end; their waits are bounded), then the port
   /// proxy (requests the kernels pushed), then the proxy thread stops and memory is freed.
@@ -115,7 +114,7 @@ struct Context {
 /// Builds the context (see the file comment). `rankDevice[r]` is rank r's GPU. Throws
 /// runtime::ExecutionError: Unsupported when the threadblocks of a GPU cannot be co-resident,
 /// Backend on CUDA errors.
-std::unique_ptr<Context> buildContext(const plan::Plan &plan, std::vector<LoweredRank> lowered,
+std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
                                       const std::vector<int> &rankDevice);
 
 /// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU). The

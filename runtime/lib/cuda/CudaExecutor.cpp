@@ -15,7 +15,6 @@
 #include "msccl/cuda/CudaExecutor.h"
 
 #include "CudaContext.h"
-#include "KernelLaunch.h"
 #include "LaunchSchedule.h"
 
 #include "msccl/runtime/PlanValidate.h"
@@ -32,18 +31,13 @@ using runtime::ExecutionError;
 using namespace detail;
 
 bool cudaUsable(std::string *why) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    if (why) *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e) + " (no NVIDIA driver or GPU?)";
+  try {
+    makeCudaDeviceApi();
+    return true;
+  } catch (const ExecutionError &e) {
+    if (why) *why = e.summary();
     return false;
   }
-  if (n == 0) {
-    if (why) *why = "no CUDA device found";
-    return false;
-  }
-  return true;
 }
 
 namespace {
@@ -58,33 +52,49 @@ struct Staging {
 class CudaExecutor final : public runtime::Executor {
 public:
   explicit CudaExecutor(const CudaOptions &o) : options_(o) {
-    std::string why;
-    if (!cudaUsable(&why)) throw ExecutionError(ErrorKind::Unsupported, "cuda backend unavailable: " + why);
-    check(cudaGetDeviceCount(&numDevices_), "cudaGetDeviceCount");
+    if (options_.device == DeviceKind::Host) {
+      HostDeviceOptions h;
+      h.deviceCount = options_.hostDevices;
+      h.threadsPerBlock = options_.hostThreadsPerBlock;
+      if (const char *t = std::getenv("MSCCL_HOST_THREADS_PER_BLOCK")) h.threadsPerBlock = (unsigned)std::atoi(t);
+      api_ = makeHostDeviceApi(h);
+    } else {
+      try {
+        api_ = makeCudaDeviceApi();
+      } catch (const ExecutionError &e) {
+        throw ExecutionError(ErrorKind::Unsupported, "cuda backend unavailable: " + e.summary());
+      }
+    }
+    numDevices_ = api_->deviceCount();
     if (const char *t = std::getenv("MSCCL_CUDA_TIMEOUT")) options_.waitTimeoutSeconds = std::atof(t);
   }
+  ~CudaExecutor() override { context_.reset(); } // before the device layer it uses
 
   std::string_view name() const override {
-    return options_.placement == Placement::VirtualRanks ? "cuda-virtual"
-           : options_.placement == Placement::OneRankPerGpu ? "cuda-gpus" : "cuda";
+    const bool host = options_.device == DeviceKind::Host;
+    return options_.placement == Placement::VirtualRanks ? (host ? "cuda-host" : "cuda-virtual")
+           : options_.placement == Placement::OneRankPerGpu ? (host ? "cuda-host-gpus" : "cuda-gpus")
+                                                            : (host ? "cuda-host-auto" : "cuda");
   }
 
   std::string description() const override {
-    cudaDeviceProp p{};
-    cudaGetDeviceProperties(&p, 0);
+    const DeviceProperties p = api_->properties(0);
     std::ostringstream os;
-    os << "CUDA, " << numDevices_ << " x " << p.name << " (sm_" << p.major << p.minor << "), "
-       << (options_.placement == Placement::VirtualRanks ? "virtual ranks on GPU 0"
-           : options_.placement == Placement::OneRankPerGpu ? "one rank per GPU" : "one rank per GPU if enough, else virtual ranks")
+    if (options_.device == DeviceKind::Host)
+      os << "CUDA executor's device code on host threads, " << numDevices_ << " emulated devices, "
+         << api_->threadsPerBlock(0) << " threads per block, ";
+    else
+      os << "CUDA, " << numDevices_ << " x " << p.name << " (sm_" << p.major << p.minor << "), ";
+    os << (options_.placement == Placement::VirtualRanks ? "virtual ranks on device 0"
+           : options_.placement == Placement::OneRankPerGpu ? "one rank per device"
+                                                            : "one rank per device if enough, else virtual ranks")
        << "; switch channels emulated with peer loads/stores";
     return os.str();
   }
 
   runtime::DeviceBuffer allocate(size_t bytes) override {
     runtime::DeviceBuffer b;
-    check(cudaSetDevice(0), "cudaSetDevice");
-    check(cudaMalloc(&b.ptr, bytes ? bytes : 16), "cudaMalloc");
-    check(cudaMemset(b.ptr, 0, bytes ? bytes : 16), "cudaMemset");
+    b.ptr = api_->allocate(0, bytes);
     b.bytes = bytes;
     return b;
   }
@@ -92,16 +102,12 @@ public:
     if (b.ptr) {
       // A context may point at this memory: drop it first.
       context_.reset();
-      cudaFree(b.ptr);
+      api_->release(0, b.ptr);
     }
     b = {};
   }
-  void upload(void *dst, const void *src, size_t bytes) override {
-    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (upload)");
-  }
-  void download(void *dst, const void *src, size_t bytes) override {
-    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
-  }
+  void upload(void *dst, const void *src, size_t bytes) override { api_->copy(dst, src, bytes); }
+  void download(void *dst, const void *src, size_t bytes) override { api_->copy(dst, src, bytes); }
 
   runtime::ExecuteResult execute(const runtime::ExecuteRequest &req) override;
 
@@ -112,6 +118,7 @@ private:
   void checkAbort();
 
   CudaOptions options_;
+  std::unique_ptr<DeviceApi> api_;
   int numDevices_ = 0;
   std::unique_ptr<Context> context_;
 };
@@ -121,10 +128,8 @@ bool CudaExecutor::choosePerGpu(size_t nranks) {
   bool enough = (size_t)numDevices_ >= nranks;
   bool peers = true;
   for (size_t a = 0; enough && a < nranks; ++a)
-    for (size_t b = 0; b < nranks; ++b) {
-      int ok = 1;
-      if (a != b && cudaDeviceCanAccessPeer(&ok, (int)a, (int)b) == cudaSuccess && !ok) peers = false;
-    }
+    for (size_t b = 0; b < nranks; ++b)
+      if (a != b && !api_->canAccessPeer((int)a, (int)b)) peers = false;
   if (options_.placement == Placement::OneRankPerGpu) {
     if (!enough)
       throw ExecutionError(ErrorKind::Unsupported, "cuda-gpus: the plan has " + std::to_string(nranks) + " ranks but only " +
@@ -139,10 +144,7 @@ std::vector<Staging> CudaExecutor::stage(const runtime::ExecuteRequest &req, std
   std::vector<Staging> st;
   for (size_t r = 0; r < in.size(); ++r) {
     const int dev = context_->ranks[r].device;
-    auto onDevice = [&](const void *p) {
-      cudaPointerAttributes a{};
-      return p == nullptr || (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.device == dev && a.type == cudaMemoryTypeDevice);
-    };
+    auto onDevice = [&](const void *p) { return p == nullptr || api_->deviceOf(p) == dev; };
     if (onDevice(in[r]) && onDevice(out[r])) continue;
     // One staging buffer over the union of input and output keeps in-place aliasing intact.
     char *lo = std::min(in[r], out[r]);
@@ -153,7 +155,7 @@ std::vector<Staging> CudaExecutor::stage(const runtime::ExecuteRequest &req, std
       s.user = user;
       s.bytes = bytes;
       s.device = static_cast<char *>(context_->staging.acquire(dev, bytes));
-      check(cudaMemcpy(s.device, s.user, bytes, cudaMemcpyDefault), "cudaMemcpy (staging in)");
+      api_->copy(s.device, s.user, bytes);
       st.push_back(s);
       return s.device;
     };
@@ -181,12 +183,9 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
       if (c.flag == 0) ++c.flag; // zeroed scratch must never match
     }
     GpuState &g = c.gpus[step.gpu];
-    check(cudaSetDevice(g.device), "cudaSetDevice");
     switch (step.kind) {
-    case ScheduleStep::Kind::Wait:
-      check(cudaStreamWaitEvent(g.stream, c.gpus[step.other].done, 0), "cudaStreamWaitEvent");
-      break;
-    case ScheduleStep::Kind::Record: check(cudaEventRecord(g.done, g.stream), "cudaEventRecord"); break;
+    case ScheduleStep::Kind::Wait: api_->streamWait(g.device, g.stream, c.gpus[step.other].done); break;
+    case ScheduleStep::Kind::Record: api_->record(g.device, g.done, g.stream); break;
     case ScheduleStep::Kind::Launch: {
       DevLaunch L;
       L.threadblocks = g.threadblocks;
@@ -196,16 +195,12 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
       L.flag = c.flag;
       L.packetType = (uint8_t)(pt == runtime::PacketType::LL16 ? PacketType::LL16 : PacketType::LL8);
       L.dataType = (uint8_t)dt;
-      check(launchPlanKernel(L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream, g.cooperative),
-            g.cooperative ? "cooperative kernel launch (are all threadblocks co-resident?)" : "kernel launch");
+      api_->launch(g.device, L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream, g.cooperative);
       break;
     }
     }
   }
-  for (GpuState &g : c.gpus) {
-    check(cudaSetDevice(g.device), "cudaSetDevice");
-    check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize (plan kernel)");
-  }
+  for (GpuState &g : c.gpus) api_->synchronize(g.device, g.stream);
   checkAbort();
   try {
     drainPortProxy(c, options_.waitTimeoutSeconds);
@@ -221,8 +216,7 @@ void CudaExecutor::checkAbort() {
   std::vector<std::string> diags;
   for (GpuState &g : c.gpus) {
     DevAbort a{};
-    check(cudaSetDevice(g.device), "cudaSetDevice");
-    check(cudaMemcpy(&a, g.abort, sizeof a, cudaMemcpyDeviceToHost), "cudaMemcpy (abort record)");
+    api_->copy(&a, g.abort, sizeof a);
     if (a.aborted) {
       std::ostringstream os;
       os << "rank " << a.rank << " tb " << a.tbId << " op " << a.opIndex << " ("
@@ -269,13 +263,8 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
     if (perGpu)
       for (size_t a = 0; a < devices.size(); ++a)
         for (size_t b = 0; b < devices.size(); ++b)
-          if (a != b) {
-            cudaSetDevice((int)a);
-            cudaError_t e = cudaDeviceEnablePeerAccess((int)b, 0);
-            if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) check(e, "cudaDeviceEnablePeerAccess");
-            cudaGetLastError();
-          }
-    context_ = buildContext(plan, std::move(lowered), devices);
+          if (a != b) api_->enablePeerAccess((int)a, (int)b);
+    context_ = buildContext(*api_, plan, std::move(lowered), devices);
     context_->plan = &plan;
     context_->inputBytes = req.inputBytes;
     context_->outputBytes = req.outputBytes;
@@ -299,7 +288,7 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.launches = req.warmupIterations + req.iterations;
   res.opsExecuted = context_->opsPerLaunch * res.launches;
-  for (const Staging &s : staged) check(cudaMemcpy(s.user, s.device, s.bytes, cudaMemcpyDefault), "cudaMemcpy (staging out)");
+  for (const Staging &s : staged) api_->copy(s.user, s.device, s.bytes);
   return res;
 }
 
@@ -315,16 +304,22 @@ void registerCudaExecutor() {
   static std::once_flag once;
   std::call_once(once, [] {
     using namespace msccl::cuda;
-    auto reg = [](const char *name, const char *desc, Placement p) {
-      registerExecutor(name, desc, [p] {
+    auto reg = [](const char *name, const char *desc, Placement p, DeviceKind d) {
+      registerExecutor(name, desc, [p, d] {
         CudaOptions o;
         o.placement = p;
+        o.device = d;
         return makeCudaExecutor(o);
       });
     };
-    reg("cuda", "CUDA executor: one rank per GPU when there are enough GPUs, else virtual ranks on GPU 0", Placement::Auto);
-    reg("cuda-virtual", "CUDA executor: all ranks as virtual ranks on GPU 0", Placement::VirtualRanks);
-    reg("cuda-gpus", "CUDA executor: one rank per GPU", Placement::OneRankPerGpu);
+    reg("cuda", "CUDA executor: one rank per GPU when there are enough GPUs, else virtual ranks on GPU 0", Placement::Auto,
+        DeviceKind::Cuda);
+    reg("cuda-virtual", "CUDA executor: all ranks as virtual ranks on GPU 0", Placement::VirtualRanks, DeviceKind::Cuda);
+    reg("cuda-gpus", "CUDA executor: one rank per GPU", Placement::OneRankPerGpu, DeviceKind::Cuda);
+    reg("cuda-host", "CUDA executor's device code on host threads: all ranks as virtual ranks on one emulated device",
+        Placement::VirtualRanks, DeviceKind::Host);
+    reg("cuda-host-gpus", "CUDA executor's device code on host threads: one rank per emulated device (8 devices)",
+        Placement::OneRankPerGpu, DeviceKind::Host);
   });
 }
 

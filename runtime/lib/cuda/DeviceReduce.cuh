@@ -12,6 +12,8 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "DevicePrimitives.cuh"
+
 #include "msccl/plan/Plan.h"
 
 #include <cuda_bf16.h>
@@ -25,8 +27,16 @@ constexpr int kF16 = (int)plan::DataType::Float16, kBF16 = (int)plan::DataType::
               kU32 = (int)plan::DataType::UInt32, kU8 = (int)plan::DataType::UInt8;
 constexpr int kSum = (int)plan::ReduceOp::Sum, kMin = (int)plan::ReduceOp::Min, kMax = (int)plan::ReduceOp::Max;
 
-template <class T> __device__ __forceinline__ T asType(uint32_t w) { return *reinterpret_cast<T *>(&w); }
-template <class T> __device__ __forceinline__ uint32_t asWord(T v) { return *reinterpret_cast<uint32_t *>(&v); }
+template <class T> __device__ __forceinline__ T asType(uint32_t w) {
+  T v;
+  memcpy(static_cast<void *>(&v), &w, sizeof v);
+  return v;
+}
+template <class T> __device__ __forceinline__ uint32_t asWord(T v) {
+  uint32_t w;
+  memcpy(&w, &v, sizeof w);
+  return w;
+}
 
 template <int DT, int OP> __device__ __forceinline__ uint32_t combine(uint32_t a, uint32_t b) {
   if constexpr (DT == kF16) {
@@ -36,15 +46,15 @@ template <int DT, int OP> __device__ __forceinline__ uint32_t combine(uint32_t a
     __nv_bfloat162 x = asType<__nv_bfloat162>(a), y = asType<__nv_bfloat162>(b);
     return asWord(OP == kSum ? __hadd2(x, y) : OP == kMin ? __hmin2(x, y) : __hmax2(x, y));
   } else if constexpr (DT == kF32) {
-    float x = __uint_as_float(a), y = __uint_as_float(b);
-    return __float_as_uint(OP == kSum ? x + y : OP == kMin ? fminf(x, y) : fmaxf(x, y));
+    float x = wordAsFloat(a), y = wordAsFloat(b);
+    return floatAsWord(OP == kSum ? x + y : OP == kMin ? fminf(x, y) : fmaxf(x, y));
   } else if constexpr (DT == kI32) {
     int x = (int)a, y = (int)b;
     return OP == kSum ? a + b : (uint32_t)(OP == kMin ? min(x, y) : max(x, y));
   } else if constexpr (DT == kU32) {
     return OP == kSum ? a + b : OP == kMin ? min(a, b) : max(a, b);
   } else {
-    return OP == kSum ? __vadd4(a, b) : OP == kMin ? __vminu4(a, b) : __vmaxu4(a, b);
+    return OP == kSum ? vadd4(a, b) : OP == kMin ? vminu4(a, b) : vmaxu4(a, b);
   }
 }
 

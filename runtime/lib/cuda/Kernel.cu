@@ -22,8 +22,10 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "DeviceData.cuh"
-#include "KernelLaunch.h"
 #include "LoweringInternal.h"
+#if defined(__CUDACC__)
+#include "KernelLaunch.h"
+#endif
 
 #include "msccl/plan/Plan.h"
 
@@ -83,7 +85,7 @@ struct Exec {
 
 __device__ uint64_t fifoPush(Exec &x, uint32_t meta, uint64_t srcOff, uint64_t dstOff, uint64_t size) {
   const DevFifo &f = x.R->fifo;
-  uint64_t idx = atomicAdd(reinterpret_cast<unsigned long long *>(f.head), 1ull);
+  uint64_t idx = fetchAddRelaxed(f.head, 1);
   uint32_t n = 0;
   uint64_t deadline = 0;
   while (idx - loadAcquireSys(f.completed) >= f.capacity)
@@ -106,7 +108,7 @@ __device__ void fifoWait(Exec &x, uint64_t idx) {
 
 __device__ void waitCounter(Exec &x, const uint64_t *inbound, uint64_t *expected, bool relaxed) {
   // Several threadblocks may wait on one channel: each claims its own expected value.
-  uint64_t e = atomicAdd(reinterpret_cast<unsigned long long *>(expected), 1ull) + 1;
+  uint64_t e = fetchAddRelaxed(expected, 1) + 1;
   uint32_t n = 0;
   uint64_t deadline = 0;
   while ((relaxed ? loadRelaxedSys(inbound) : loadAcquireSys(inbound)) < e)
@@ -377,7 +379,7 @@ __device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
   }
 }
 
-__global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
+__global__ void MSCCL_LAUNCH_BOUNDS(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
   const DevThreadblock tb = L.threadblocks[blockIdx.x];
   const DevRankContext *R = L.ranks + tb.rankSlot;
   Exec x;
@@ -424,6 +426,9 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
 
 } // namespace msccl::cuda::dev
 
+#if defined(__CUDACC__)
+// The CUDA launch (CudaDeviceApi.cpp calls these); HostKernel.cpp launches planKernel on host
+// threads instead.
 namespace msccl::cuda::detail {
 
 cudaError_t launchPlanKernel(const DevLaunch &launch, unsigned numBlocks, unsigned threadsPerBlock, cudaStream_t stream,
@@ -446,3 +451,4 @@ cudaError_t planKernelBlocksPerSm(unsigned threadsPerBlock, int *blocksPerSm) {
 }
 
 } // namespace msccl::cuda::detail
+#endif // __CUDACC__

@@ -10,8 +10,9 @@
 
 namespace msccl::cuda::detail {
 
-void PortProxy::start(std::vector<ProxyRank> *ranks) {
+void PortProxy::start(DeviceApi &api, std::vector<ProxyRank> *ranks) {
   stop();
+  api_ = &api;
   ranks_ = ranks;
   stop_ = false;
   {
@@ -48,16 +49,20 @@ bool PortProxy::serve(ProxyRank &r) {
     if (rb >= r.remoteBases.size() || lb > 2 || !r.local[lb] || !r.remoteBases[rb])
       fail("port request names a buffer that does not exist (remote buffer " + std::to_string(rb) + ")");
     else {
-      cudaSetDevice(r.device);
-      cudaError_t e = cudaMemcpyAsync(r.remoteBases[rb] + dstOff, r.local[lb] + srcOff, size, cudaMemcpyDefault, r.stream);
-      if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+      try {
+        api_->copyAsync(r.device, r.remoteBases[rb] + dstOff, r.local[lb] + srcOff, size, r.stream);
+      } catch (const std::exception &e) {
+        fail(std::string("port copy: ") + e.what());
+      }
       r.copiesInFlight = true;
     }
   }
   if ((kind & (kProxyFlag | kProxySync)) && r.copiesInFlight) {
-    cudaSetDevice(r.device);
-    cudaError_t e = cudaStreamSynchronize(r.stream);
-    if (e != cudaSuccess) fail(std::string("port copy: ") + cudaGetErrorString(e));
+    try {
+      api_->synchronize(r.device, r.stream);
+    } catch (const std::exception &e) {
+      fail(std::string("port copy: ") + e.what());
+    }
     r.copiesInFlight = false;
   }
   if (kind & kProxyFlag) {
@@ -90,9 +95,11 @@ std::string PortProxy::syncCopies() {
   if (!ranks_) return err;
   for (ProxyRank &r : *ranks_) {
     if (!r.copiesInFlight) continue;
-    cudaSetDevice(r.device);
-    cudaError_t e = cudaStreamSynchronize(r.stream);
-    if (e != cudaSuccess && err.empty()) err = std::string("port copy: ") + cudaGetErrorString(e);
+    try {
+      api_->synchronize(r.device, r.stream);
+    } catch (const std::exception &e) {
+      if (err.empty()) err = std::string("port copy: ") + e.what();
+    }
     r.copiesInFlight = false;
   }
   return err;

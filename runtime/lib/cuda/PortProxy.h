@@ -2,16 +2,16 @@
 //
 // Consumes the device-to-host FIFOs of the ranks (DevProxyRequest slots in host-mapped memory,
 // written by the kernel); performs each request in FIFO order per rank:
-//   data  cudaMemcpyAsync(remote buffer + dstOffset <- local buffer + srcOffset) on the rank's
-//         proxy stream (peer copy across GPUs, or within one GPU for virtual ranks);
-//   flag  waits for the rank's earlier copies (cudaStreamSynchronize), then increments the
+//   data  DeviceApi::copyAsync (cudaMemcpyAsync) of remote buffer + dstOffset <- local buffer +
+//         srcOffset on the rank's proxy stream (peer copy across GPUs, or within one GPU for
+//         virtual ranks);
+//   flag  waits for the rank's earlier copies (DeviceApi::synchronize), then increments the
 //         paired peer channel's inbound counter (host-mapped memory, release);
 //   sync  waits for the rank's earlier copies;
 // then publishes `completed` = requests done (the kernel uses it for FIFO space and flush).
 // Guarantees: a flag is never visible before the data of earlier requests of the same rank;
 // a malformed request (ids out of range) is completed without effect and reported by error().
-// Flag and sync requests of a rank with no copy in flight make no CUDA call (so host tests
-// can drive the proxy through FIFOs in ordinary memory).
+// Flag and sync requests of a rank with no copy in flight make no device call.
 // Quiescence: the tables of the ranks (buffers, flag targets) belong to the proxy thread
 // between start() and stop(); the owner changes them only while it is stopped (stop() joins
 // the thread, which orders its last reads before the owner's writes, and start() orders the
@@ -24,9 +24,9 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
-#include "msccl/cuda/DevicePlan.h"
+#include "DeviceApi.h"
 
-#include <cuda_runtime_api.h>
+#include "msccl/cuda/DevicePlan.h"
 
 #include <atomic>
 #include <mutex>
@@ -39,7 +39,7 @@ namespace msccl::cuda::detail {
 /// What the proxy needs of one rank (host views of its FIFO and buffers).
 struct ProxyRank {
   int device = 0;
-  cudaStream_t stream = nullptr;
+  DeviceStream stream = nullptr;
   DevProxyRequest *slots = nullptr; ///< host pointer of the mapped slots
   uint64_t *completed = nullptr;    ///< host pointer of the mapped counter
   uint32_t capacity = 0;
@@ -57,16 +57,16 @@ public:
   PortProxy(const PortProxy &) = delete;
   PortProxy &operator=(const PortProxy &) = delete;
 
-  /// Starts serving `ranks` (owned by the caller, who must not touch them until stop()).
-  /// Restarting keeps each rank's `tail`. Clears error().
-  void start(std::vector<ProxyRank> *ranks);
+  /// Starts serving `ranks` (owned by the caller, who must not touch them until stop()) with
+  /// the copies of `api`. Restarting keeps each rank's `tail`. Clears error().
+  void start(DeviceApi &api, std::vector<ProxyRank> *ranks);
   /// Stops serving and joins the thread (requests not yet served stay in the FIFOs).
   void stop();
   /// Waits until rank r has completed `pushed[r]` requests (its `completed` counter), for every
   /// r; false when `timeoutSeconds` (> 0; <= 0 waits forever) passes first.
   bool waitIdle(const std::vector<uint64_t> &pushed, double timeoutSeconds) const;
   /// After waitIdle: waits for the copies still in flight on the ranks' proxy streams.
-  /// Returns "" or the CUDA error.
+  /// Returns "" or the device error.
   std::string syncCopies();
   bool running() const { return thread_.joinable(); }
   /// First problem seen since start ("" when none).
@@ -77,6 +77,7 @@ private:
   bool serve(ProxyRank &r);
   void fail(const std::string &msg);
 
+  DeviceApi *api_ = nullptr;
   std::vector<ProxyRank> *ranks_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stop_{false};

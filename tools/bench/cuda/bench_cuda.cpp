@@ -77,6 +77,32 @@ double expectCopy(size_t r, size_t i, size_t, uint64_t) { return double(r + i % 
 double expectReduce(size_t r, size_t i, size_t, uint64_t) { return double(r + i % 7); } // output starts at 0
 double expectAllReduce(size_t, size_t i, size_t n, uint64_t) { return double(n * (n - 1) / 2 + n * (i % 7)); }
 
+/// Bytes read + written per second of cudaMemcpyAsync between two device buffers of `bytes`
+/// (events around `reps` copies after one warm-up); 0 when an allocation fails.
+double measuredDeviceCopy(uint64_t bytes, unsigned reps) {
+  void *a = nullptr, *b = nullptr;
+  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) {
+    cudaFree(a);
+    cudaGetLastError();
+    return 0;
+  }
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(t0, 0);
+  for (unsigned i = 0; i < reps; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(t1, 0);
+  cudaEventSynchronize(t1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, t0, t1);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaFree(a);
+  cudaFree(b);
+  return ms > 0 ? 2.0 * bytes * reps / (ms * 1e-3) / 1e9 : 0;
+}
+
 bool verifyOnCpu(runtime::Executor &cpu) {
   bool ok = true;
   struct Item { const char *what; plan::Plan p; uint64_t in, out; double (*e)(size_t, size_t, size_t, uint64_t); };
@@ -124,8 +150,10 @@ int main(int argc, char **argv) {
   const double peak = 2.0 * memClockKHz * 1e3 * busBits / 8 / 1e9; // GB/s, DDR
   std::printf("# %s\n# HBM peak (2 x memory clock x bus width): %.0f GB/s, %d SMs\n", gpu->description().c_str(), peak, sms);
 
-  // 1. copy / reduce at 1 GiB.
+  // 1. copy / reduce at 1 GiB, against the peak and a measured cudaMemcpy device-to-device copy.
   const uint64_t big = quick ? (64ull << 20) : (1ull << 30);
+  const double d2d = measuredDeviceCopy(big, quick ? 3 : 20);
+  std::printf("# cudaMemcpyAsync device-to-device, %.0f MiB: %.1f GB/s (bytes read + written), measured\n", big / 1048576.0, d2d);
   for (int reduce = 0; reduce < 2; ++reduce) {
     plan::Plan p = reduce ? bench::reducePlan(sms) : bench::copyPlan(sms);
     Rig rig(*gpu, p, big, big);
@@ -133,8 +161,18 @@ int main(int argc, char **argv) {
     auto r = rig.run(quick ? 3 : 20, 2);
     const double bytes = (reduce ? 3.0 : 2.0) * big;
     const double gbs = bytes * (quick ? 3 : 20) / r.seconds / 1e9;
-    std::printf("%-8s %6.0f MiB  %8.3f ms/launch  %7.1f GB/s  %5.1f%% of HBM peak  %s\n", reduce ? "reduce" : "copy",
-                big / 1048576.0, r.seconds / (quick ? 3 : 20) * 1e3, gbs, 100 * gbs / peak, err == 0 ? "" : "(WRONG RESULT)");
+    std::printf("%-8s %6.0f MiB  %8.3f ms/launch  %7.1f GB/s  %5.1f%% of HBM peak  %5.1f%% of cudaMemcpy  %s\n",
+                reduce ? "reduce" : "copy", big / 1048576.0, r.seconds / (quick ? 3 : 20) * 1e3, gbs, 100 * gbs / peak,
+                d2d > 0 ? 100 * gbs / d2d : 0.0, err == 0 ? "" : "(WRONG RESULT)");
+  }
+
+  // 1b. The launch floor: a one-rank copy of 16 bytes (one kernel launch and a trivial op).
+  {
+    plan::Plan p = bench::copyPlan(1);
+    Rig rig(*gpu, p, 16, 16);
+    const unsigned n = quick ? 100 : 2000;
+    auto r = rig.run(n, 100);
+    std::printf("launch floor (1 rank, 1 tb, 16-byte copy): %.2f us per launch\n", r.seconds / n * 1e6);
   }
 
   // 2. 8 KiB LL all-pairs allreduce over 8 virtual ranks: time per launch.

@@ -20,8 +20,9 @@
 // created; the description says so).
 //
 // Registry names (registerCudaExecutor in Executor.h): "cuda" (Auto), "cuda-virtual",
-// "cuda-gpus". Creating one without a usable GPU or driver throws ExecutionError(Unsupported)
-// with the CUDA runtime's reason.
+// "cuda-gpus"; and on host threads (DeviceKind::Host, no GPU needed) "cuda-host" (virtual
+// ranks) and "cuda-host-gpus" (one rank per emulated device). Creating a CUDA one without a
+// usable GPU or driver throws ExecutionError(Unsupported) with the CUDA runtime's reason.
 //
 // Mirrors: mscclpp src/core/executor/executor.cc (context setup, launch) and
 // src/core/port_channel.cc (proxy).
@@ -38,8 +39,20 @@ namespace msccl::cuda {
 
 enum class Placement { Auto, VirtualRanks, OneRankPerGpu };
 
+/// What runs the device code: the CUDA runtime and a GPU, or the host implementation of the
+/// device layer (runtime/lib/cuda/DeviceApi.h): the same interpreter source compiled as C++,
+/// each threadblock a group of host threads, device memory in host memory, `hostDevices`
+/// emulated devices with peer access. The host implementation needs no GPU or driver.
+enum class DeviceKind { Cuda, Host };
+
 struct CudaOptions {
   Placement placement = Placement::Auto;
+  DeviceKind device = DeviceKind::Cuda;
+  /// Host implementation: emulated devices (one-rank-per-device placement needs one per rank).
+  int hostDevices = 8;
+  /// Host implementation: threads per threadblock (at least 16, the most channel ids one op
+  /// names; the environment variable MSCCL_HOST_THREADS_PER_BLOCK overrides it).
+  unsigned hostThreadsPerBlock = 16;
   /// Seconds one device-side wait may spin before the launch is abandoned and reported as a
   /// deadlock (0 = forever). The environment variable MSCCL_CUDA_TIMEOUT overrides it.
   double waitTimeoutSeconds = 30;
@@ -48,7 +61,8 @@ struct CudaOptions {
 /// Whether a CUDA device and driver are usable; otherwise `why` (if given) gets the reason.
 bool cudaUsable(std::string *why = nullptr);
 
-/// Creates the CUDA executor. Throws runtime::ExecutionError(Unsupported) without a GPU/driver.
+/// Creates the CUDA executor. Throws runtime::ExecutionError(Unsupported) without a GPU/driver
+/// (DeviceKind::Cuda only).
 std::unique_ptr<runtime::Executor> makeCudaExecutor(const CudaOptions &options = {});
 
 } // namespace msccl::cuda

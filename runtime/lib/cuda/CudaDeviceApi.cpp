@@ -1,0 +1,171 @@
+//===- CudaDeviceApi.cpp - The device layer over the CUDA runtime ------------------------===//
+//
+// See DeviceApi.h. Each method makes `dev` current, calls the CUDA runtime (static cudart) and
+// turns an error into ExecutionError(Backend) naming the call; launches go to Kernel.cu's
+// launchPlanKernel (KernelLaunch.h).
+//
+//===------------------------------------------------------------------------------------===//
+#include "DeviceApi.h"
+#include "KernelLaunch.h"
+
+#include "msccl/runtime/Executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+namespace msccl::cuda {
+
+using runtime::ErrorKind;
+using runtime::ExecutionError;
+
+DeviceApi::~DeviceApi() = default;
+
+namespace {
+
+void check(cudaError_t e, const char *what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError(); // clear a sticky launch error where possible
+    throw ExecutionError(ErrorKind::Backend, std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+
+class CudaDeviceApi final : public DeviceApi {
+public:
+  CudaDeviceApi() {
+    cudaError_t e = cudaGetDeviceCount(&count_);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      throw ExecutionError(ErrorKind::Unsupported, std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e) +
+                                                       " (no NVIDIA driver or GPU?)");
+    }
+    if (count_ == 0) throw ExecutionError(ErrorKind::Unsupported, "no CUDA device found");
+  }
+  std::string_view name() const override { return "cuda"; }
+  int deviceCount() override { return count_; }
+  DeviceProperties properties(int dev) override {
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+    DeviceProperties d;
+    d.name = p.name;
+    d.major = p.major;
+    d.minor = p.minor;
+    d.multiProcessorCount = p.multiProcessorCount;
+    int v = 0;
+    d.cooperativeLaunch = cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, dev) == cudaSuccess && v != 0;
+    d.multicast = false; // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (driver API): switch channels are emulated
+    return d;
+  }
+  bool canAccessPeer(int dev, int peer) override {
+    int ok = 0;
+    return dev == peer || (cudaDeviceCanAccessPeer(&ok, dev, peer) == cudaSuccess && ok);
+  }
+  void enablePeerAccess(int dev, int peer) override {
+    if (dev == peer) return;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();
+      return;
+    }
+    check(e, "cudaDeviceEnablePeerAccess");
+  }
+  void *allocate(int dev, size_t bytes) override {
+    void *p = nullptr;
+    bytes = bytes ? bytes : 16;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    cudaError_t e = cudaMemset(p, 0, bytes);
+    if (e != cudaSuccess) {
+      cudaFree(p);
+      check(e, "cudaMemset");
+    }
+    return p;
+  }
+  void release(int dev, void *ptr) noexcept override {
+    if (!ptr) return;
+    cudaSetDevice(dev);
+    cudaFree(ptr);
+  }
+  void *allocateHostMapped(size_t bytes) override {
+    void *p = nullptr;
+    bytes = bytes ? bytes : 16;
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void releaseHostMapped(void *ptr) noexcept override {
+    if (ptr) cudaFreeHost(ptr);
+  }
+  int deviceOf(const void *ptr) override {
+    cudaPointerAttributes a{};
+    if (!ptr || cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return a.type == cudaMemoryTypeDevice ? a.device : -1;
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes) check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  }
+  void copyAsync(int dev, void *dst, const void *src, size_t bytes, DeviceStream stream) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)), "cudaMemcpyAsync");
+  }
+  DeviceStream createStream(int dev) override {
+    cudaStream_t s = nullptr;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    return s;
+  }
+  void destroyStream(int dev, DeviceStream stream) noexcept override {
+    if (!stream) return;
+    cudaSetDevice(dev);
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  }
+  void synchronize(int dev, DeviceStream stream) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+  }
+  DeviceEvent createEvent(int dev) override {
+    cudaEvent_t e = nullptr;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return e;
+  }
+  void destroyEvent(int dev, DeviceEvent event) noexcept override {
+    if (!event) return;
+    cudaSetDevice(dev);
+    cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  }
+  void record(int dev, DeviceEvent event, DeviceStream stream) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+  }
+  void streamWait(int dev, DeviceStream stream, DeviceEvent event) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0), "cudaStreamWaitEvent");
+  }
+  int residentBlocksPerSm(int dev, unsigned threadsPerBlock) override {
+    int n = 0;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(detail::planKernelBlocksPerSm(threadsPerBlock, &n), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return n;
+  }
+  unsigned threadsPerBlock(unsigned planThreads) const override { return planThreads; }
+  void launch(int dev, const DevLaunch &launch, unsigned numBlocks, unsigned planThreads, DeviceStream stream,
+              bool cooperative) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(detail::launchPlanKernel(launch, numBlocks, planThreads, static_cast<cudaStream_t>(stream), cooperative),
+          cooperative ? "cooperative kernel launch (are all threadblocks co-resident?)" : "kernel launch");
+  }
+
+private:
+  int count_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceApi> makeCudaDeviceApi() { return std::make_unique<CudaDeviceApi>(); }
+
+} // namespace msccl::cuda

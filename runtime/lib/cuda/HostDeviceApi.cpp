@@ -1,0 +1,217 @@
+//===- HostDeviceApi.cpp - The device layer on host threads ------------------------------===//
+//
+// See DeviceApi.h. Memory: aligned host allocations (256 bytes, as cudaMalloc) recorded with
+// their device so that deviceOf answers as cudaPointerGetAttributes does. A stream: an
+// in-order task queue served by its own thread, with its own HostKernelRunner for launches.
+// An event: a record counter (bumped when record is called) and a completed counter (set when
+// the record task runs); streamWait enqueues a task that waits for the record it saw, as
+// cudaStreamWaitEvent waits for the event's latest record at the time of the call.
+//
+//===------------------------------------------------------------------------------------===//
+#include "DeviceApi.h"
+#include "HostKernel.h"
+
+#include "msccl/runtime/Executor.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace msccl::cuda {
+
+using runtime::ErrorKind;
+using runtime::ExecutionError;
+
+namespace {
+
+class HostStream {
+public:
+  explicit HostStream(int dev) : device(dev), worker_([this] { loop(); }) {}
+  ~HostStream() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  void enqueue(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      queue_.push_back(std::move(task));
+      ++enqueued_;
+    }
+    cv_.notify_all();
+  }
+  /// Waits for every task enqueued so far; rethrows the first task failure.
+  void synchronize() {
+    std::unique_lock<std::mutex> l(m_);
+    const uint64_t target = enqueued_;
+    cv_.wait(l, [&] { return finished_ >= target; });
+    if (!error_.empty()) {
+      std::string e = std::move(error_);
+      error_.clear();
+      throw ExecutionError(ErrorKind::Backend, "host device: " + e);
+    }
+  }
+  const int device;
+  detail::HostKernelRunner runner;
+
+private:
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return; // stop, nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::string failure;
+      try {
+        task();
+      } catch (const std::exception &e) {
+        failure = e.what();
+      }
+      {
+        std::lock_guard<std::mutex> l(m_);
+        ++finished_;
+        if (!failure.empty() && error_.empty()) error_ = failure;
+      }
+      cv_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t enqueued_ = 0, finished_ = 0;
+  bool stop_ = false;
+  std::string error_;
+  std::thread worker_; // last: starts after the members above exist
+};
+
+struct HostEvent {
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t recorded = 0, completed = 0;
+};
+
+class HostDeviceApi final : public DeviceApi {
+public:
+  explicit HostDeviceApi(const HostDeviceOptions &o) : options_(o) {
+    if (options_.deviceCount < 1) options_.deviceCount = 1;
+    options_.threadsPerBlock = std::max(options_.threadsPerBlock, kMaxIdsPerOp);
+  }
+  ~HostDeviceApi() override {
+    for (auto &[p, a] : allocations_) std::free(reinterpret_cast<void *>(p));
+  }
+  std::string_view name() const override { return "host"; }
+  int deviceCount() override { return options_.deviceCount; }
+  DeviceProperties properties(int) override {
+    DeviceProperties d;
+    d.name = "host threads";
+    d.multiProcessorCount = 1;
+    return d;
+  }
+  bool canAccessPeer(int, int) override { return true; }
+  void enablePeerAccess(int, int) override {}
+  void *allocate(int dev, size_t bytes) override { return alloc(dev, bytes); }
+  void release(int, void *ptr) noexcept override { free(ptr); }
+  void *allocateHostMapped(size_t bytes) override { return alloc(-1, bytes); }
+  void releaseHostMapped(void *ptr) noexcept override { free(ptr); }
+  int deviceOf(const void *ptr) override {
+    std::lock_guard<std::mutex> l(m_);
+    auto it = allocations_.upper_bound(reinterpret_cast<uintptr_t>(ptr));
+    if (it == allocations_.begin()) return -1;
+    --it;
+    return reinterpret_cast<uintptr_t>(ptr) < it->first + it->second.bytes ? it->second.device : -1;
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void copyAsync(int, void *dst, const void *src, size_t bytes, DeviceStream stream) override {
+    static_cast<HostStream *>(stream)->enqueue([=] { detail::hostCopyUnits(dst, src, bytes); });
+  }
+  DeviceStream createStream(int dev) override { return new HostStream(dev); }
+  void destroyStream(int, DeviceStream stream) noexcept override { delete static_cast<HostStream *>(stream); }
+  void synchronize(int, DeviceStream stream) override { static_cast<HostStream *>(stream)->synchronize(); }
+  DeviceEvent createEvent(int) override { return new HostEvent; }
+  void destroyEvent(int, DeviceEvent event) noexcept override { delete static_cast<HostEvent *>(event); }
+  void record(int, DeviceEvent event, DeviceStream stream) override {
+    auto *e = static_cast<HostEvent *>(event);
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> l(e->m);
+      target = ++e->recorded;
+    }
+    static_cast<HostStream *>(stream)->enqueue([e, target] {
+      {
+        std::lock_guard<std::mutex> l(e->m);
+        e->completed = std::max(e->completed, target);
+      }
+      e->cv.notify_all();
+    });
+  }
+  void streamWait(int, DeviceStream stream, DeviceEvent event) override {
+    auto *e = static_cast<HostEvent *>(event);
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> l(e->m);
+      target = e->recorded;
+    }
+    static_cast<HostStream *>(stream)->enqueue([e, target] {
+      std::unique_lock<std::mutex> l(e->m);
+      e->cv.wait(l, [&] { return e->completed >= target; });
+    });
+  }
+  int residentBlocksPerSm(int, unsigned) override { return 1 << 20; } // every block gets its threads
+  unsigned threadsPerBlock(unsigned) const override { return options_.threadsPerBlock; }
+  void launch(int, const DevLaunch &launch, unsigned numBlocks, unsigned, DeviceStream stream, bool) override {
+    auto *s = static_cast<HostStream *>(stream);
+    const unsigned threads = options_.threadsPerBlock;
+    s->enqueue([s, launch, numBlocks, threads] { s->runner.run(launch, numBlocks, threads); });
+  }
+
+private:
+  struct Allocation {
+    size_t bytes;
+    int device;
+  };
+  void *alloc(int dev, size_t bytes) {
+    bytes = (std::max<size_t>(bytes, 16) + 255) / 256 * 256;
+    void *p = std::aligned_alloc(256, bytes);
+    if (!p)
+      throw ExecutionError(ErrorKind::Backend, "host device: cannot allocate " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, bytes);
+    std::lock_guard<std::mutex> l(m_);
+    allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, dev};
+    return p;
+  }
+  void free(void *ptr) noexcept {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> l(m_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == allocations_.end()) return;
+    allocations_.erase(it);
+    std::free(ptr);
+  }
+
+  HostDeviceOptions options_;
+  std::mutex m_;
+  std::map<uintptr_t, Allocation> allocations_;
+};
+
+} // namespace
+
+std::unique_ptr<DeviceApi> makeHostDeviceApi(const HostDeviceOptions &options) {
+  return std::make_unique<HostDeviceApi>(options);
+}
+
+} // namespace msccl::cuda

@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves (docs/cuda.md, "The GPU check"):
+#
+#   tools/gpu-check.sh bundle DIR   on the build machine: builds what the GPU machine needs
+#                                   (msccl-run, the gpu tests, msccl-bench-cuda; sm_90 code),
+#                                   compiles the stdlib plans to JSON, copies the golden plans
+#                                   and every shared library those programs need that is not
+#                                   part of the base system, into one self-contained folder
+#                                   (<= 60 MiB) with a `run` entry point.
+#   DIR/run                         on the GPU machine (needs only a driver; no compiler, no
+#   tools/gpu-check.sh run DIR      Debian packages, no network): prints what the machine has,
+#                                   then runs each step under its own timeout within a total
+#                                   budget, and writes OUT/summary.txt (device, driver, CUDA,
+#                                   pass/fail per step, figures) and one log per step.
+#
+# Environment: BUILD_DIR (bundle; default <repo>/build), OUT (run; default DIR/out),
+# GPU_CHECK_BUDGET (run; seconds for all steps, default 330), GPU_CHECK_STEPS (run; the steps to
+# run, space separated, default all: info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench).
+# Without a usable GPU, `run` says so in one line and exits 1.
+set -uo pipefail
+
+die() { echo "gpu-check: $*" >&2; exit 2; }
+
+# ------------------------------------------------------------------------------------------
+# bundle
+# ------------------------------------------------------------------------------------------
+
+# The stdlib matrix that travels: algorithm, plan label, -D defines, msccl-run arguments.
+# Every algorithm at 2, 4 and 8 ranks (the hierarchical and multi-node ones at 2 and 4 ranks per
+# node), Simple and LL, several data types.
+stdlib_matrix() {
+  local r
+  for r in 2 4 8; do
+    echo "allreduce/allpairs r$r ranks=$r -d float32"
+    echo "allreduce/allpairs_packet r$r ranks=$r -d float16"
+    echo "allreduce/allpairs_packet r$r-ll8 ranks=$r -d int32 --packet LL8"
+    echo "allreduce/ring r$r ranks=$r -d bfloat16"
+    echo "allreduce/pipelined r$r ranks=$r,unit=4096 -d float32"
+    echo "allreduce/nvls r$r ranks=$r -d float32"
+    echo "allgather/allpairs r$r ranks=$r -d float32"
+    echo "allgather/ring r$r ranks=$r -d int32"
+    echo "allgather/packet r$r ranks=$r -d float32"
+    echo "allgather/packet r$r-ll8 ranks=$r -d float32 --packet LL8"
+    echo "reducescatter/allpairs r$r ranks=$r -d float32"
+    echo "reducescatter/ring r$r ranks=$r -d int32"
+    echo "reducescatter/packet r$r ranks=$r -d float16"
+    echo "alltoall/allpairs r$r ranks=$r -d float32"
+    echo "alltoallv/allpairs r$r ranks=$r -d float32 --counts random:7"
+    echo "sendrecv/pairs r$r ranks=$r,ranks_per_node=$r -d float32"
+  done
+  echo "sendrecv/pairs r2-port ranks=2,ranks_per_node=1 -d float32"
+  for s in 4x2 8x4 8x2; do
+    local n=${s%x*} p=${s#*x}
+    echo "allreduce/hierarchical n$s ranks=$n,ranks_per_node=$p -d float32"
+    echo "allgather/hierarchical n$s ranks=$n,ranks_per_node=$p -d int32"
+    echo "alltoall/multinode n$s ranks=$n,ranks_per_node=$p -d float32"
+    echo "alltoallv/multinode n$s ranks=$n,ranks_per_node=$p -d float32 --counts skewed"
+  done
+}
+
+# Copies the shared libraries `ldd` lists for $@ into $lib, except the base system's (the C and
+# C++ runtimes, the loader) and the driver's (libcuda: the GPU machine has its own).
+copy_libs() {
+  local lib=$1; shift
+  ldd "$@" 2>/dev/null | awk '/=> \//{print $3}' | sort -u | while read -r so; do
+    case $(basename "$so") in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+      libcuda.so*|libnvidia*) ;;
+      *) cp -L "$so" "$lib/" ;;
+    esac
+  done
+}
+
+bundle() {
+  local dir=${1:-}
+  [[ -n $dir ]] || die "usage: $0 bundle DIR"
+  local root build
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  build=${BUILD_DIR:-$root/build}
+  [[ -f $build/CMakeCache.txt ]] || die "no build in $build: configure it first (tools/quickstart.sh demo, or cmake -S . -B build -G Ninja)"
+  grep -q '^MSCCL_HAVE_CUDA:INTERNAL=ON' "$build/CMakeCache.txt" || die "the build in $build has no CUDA executor (no CUDA toolkit found?)"
+  grep -q '^CMAKE_CUDA_ARCHITECTURES:.*90' "$build/CMakeCache.txt" || die "the build in $build has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"
+  cmake --build "$build" --target mscclc msccl-run msccl_cuda_gpu_tests msccl-bench-cuda >/dev/null ||
+    die "building the bundle's programs failed (cmake --build $build)"
+
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/lib" "$dir/plans/stdlib" "$dir/plans/golden"
+  dir=$(cd "$dir" && pwd)
+  local bins=("$build/tools/msccl-run/msccl-run" "$build/tests/cuda/msccl_cuda_gpu_tests"
+              "$build/tools/bench/cuda/msccl-bench-cuda")
+  local b
+  for b in "${bins[@]}"; do
+    [[ -x $b ]] || die "missing $b"
+    cp "$b" "$dir/bin/"
+    strip --strip-debug "$dir/bin/$(basename "$b")"
+  done
+  copy_libs "$dir/lib" "${bins[@]}"
+
+  # Plans: the stdlib matrix, compiled here (the GPU side needs no compiler), and a manifest of
+  # msccl-run arguments per plan (sizes the plan accepts: chunk multiples of its alignment).
+  local manifest=$dir/plans/stdlib.tsv
+  : >"$manifest"
+  local algo label defs args
+  while read -r algo label defs args; do
+    local mode
+    for mode in in-place out-of-place; do
+      local name=${algo//\//_}_${label}_${mode%%-*} json inplace=true
+      [[ $mode == in-place ]] || inplace=false
+      json=$dir/plans/stdlib/$name.json
+      local dflags=(-D "inplace=$inplace")
+      IFS=, read -ra kv <<<"$defs"
+      for d in "${kv[@]}"; do dflags+=(-D "$d"); done
+      if ! "$build/tools/mscclc/mscclc" "stdlib:$algo" "${dflags[@]}" -o "$json" 2>"$dir/plans/$name.err"; then
+        # An algorithm that has no in-place (or out-of-place) form says so; others are errors.
+        grep -qi "in-place\|inplace\|out-of-place" "$dir/plans/$name.err" && { rm -f "$dir/plans/$name.err"; continue; }
+        die "mscclc stdlib:$algo ${dflags[*]} failed: $(head -3 "$dir/plans/$name.err")"
+      fi
+      rm -f "$dir/plans/$name.err"
+      local sizes
+      sizes=$(python3 - "$json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = p["gpus"][0]
+a = int(p.get("buffer_alignment", 16))
+base = a * max(g["input_chunks"], g["output_chunks"], 1)
+# four sizes: the smallest the plan takes, two middle ones, one of several MiB
+print("-b %d -e %d -f 32" % (base, base * 32 ** 3))
+PY
+)
+      printf '%s\t%s\t%s\n' "$name" "stdlib/$name.json" "--$mode $sizes $args" >>"$manifest"
+    done
+  done < <(stdlib_matrix)
+
+  # Golden plans (MSCCL++'s own, from ../shared; they travel in the bundle, never into git).
+  local shared=${MSCCL_SHARED_DIR:-$root/../shared}
+  if [[ -d $shared/golden ]]; then
+    (cd "$shared/golden" && find . -name '*.json' | while read -r f; do
+      mkdir -p "$dir/plans/golden/$(dirname "$f")"; cp "$f" "$dir/plans/golden/$f"; done)
+  else
+    echo "gpu-check: no golden plans under $shared/golden; the bundle carries the stdlib plans only" >&2
+  fi
+
+  cp "${BASH_SOURCE[0]}" "$dir/gpu-check.sh"
+  cat >"$dir/run" <<'EOF'
+#!/usr/bin/env bash
+# The GPU check's entry point: runs every step and writes $OUT/summary.txt (see gpu-check.sh).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+exec bash "$here/gpu-check.sh" run "$here" "$@"
+EOF
+  chmod +x "$dir/run" "$dir/gpu-check.sh"
+  git -C "$root" rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || echo unknown >"$dir/COMMIT"
+  local mib
+  mib=$(du -sm "$dir" | cut -f1)
+  ((mib <= 60)) || die "the bundle is $mib MiB (limit 60)"
+  echo "gpu-check: bundle in $dir ($mib MiB, $(wc -l <"$manifest") stdlib plans, $(find "$dir/plans/golden" -name '*.json' | wc -l) golden plans, commit $(cat "$dir/COMMIT"))"
+}
+
+# ------------------------------------------------------------------------------------------
+# run
+# ------------------------------------------------------------------------------------------
+
+step_names=()
+step_results=()
+summary_lines=()
+deadline=0
+
+note() { summary_lines+=("$*"); echo "$*"; }
+
+# run_step NAME TIMEOUT FUNCTION: runs FUNCTION with its output in $OUT/NAME.log under a timeout
+# (the smaller of TIMEOUT and what is left of the budget); records pass/fail/timeout.
+run_step() {
+  local name=$1 limit=$2 fn=$3
+  if [[ " $steps " != *" $name "* ]]; then return; fi
+  local left=$((deadline - $(date +%s)))
+  if ((left < 5)); then
+    step_names+=("$name"); step_results+=("not run (budget spent)"); return
+  fi
+  ((limit > left)) && limit=$left
+  local t0=$(date +%s) rc
+  echo "== $name (timeout ${limit}s)"
+  timeout -k 5 "$limit" bash -c "$(declare -f "$fn"); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
+    >"$OUT/$name.log" 2>&1
+  rc=$?
+  local took=$(($(date +%s) - t0)) result
+  case $rc in
+    0) result="pass" ;;
+    77) result="skip" ;;
+    124|137) result="TIMEOUT after ${took}s" ;;
+    *) result="FAIL (exit $rc)" ;;
+  esac
+  step_names+=("$name"); step_results+=("$result (${took}s)")
+  echo "   $result in ${took}s; last lines:"
+  tail -n 4 "$OUT/$name.log" | sed 's/^/   | /'
+}
+
+# What the machine has; exits non-zero when no GPU is usable.
+step_info() {
+  echo "host: $(uname -srm)"
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv,noheader || echo "nvidia-smi: failed"
+  nvidia-smi topo -m 2>/dev/null | head -12
+  command -v nvcc >/dev/null && nvcc --version | tail -2
+  command -v compute-sanitizer >/dev/null && compute-sanitizer --version | head -2
+  python3 - <<'EOF'
+import ctypes, sys
+try:
+    cu = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print("libcuda: not loadable:", e); sys.exit(1)
+if cu.cuInit(0) != 0:
+    print("cuInit failed"); sys.exit(1)
+n = ctypes.c_int(); cu.cuDeviceGetCount(ctypes.byref(n))
+v = ctypes.c_int(); cu.cuDriverGetVersion(ctypes.byref(v))
+print("driver CUDA version: %d.%d, devices: %d" % (v.value // 1000, v.value % 1000 // 10, n.value))
+attrs = {"cc major": 75, "cc minor": 76, "SMs": 16, "cooperative launch": 95,
+         "virtual memory management": 102, "POSIX fd handles": 103, "multicast": 132}
+for d in range(n.value):
+    dev = ctypes.c_int(); cu.cuDeviceGet(ctypes.byref(dev), d)
+    name = ctypes.create_string_buffer(128); cu.cuDeviceGetName(name, 128, dev)
+    vals = []
+    for k, a in attrs.items():
+        x = ctypes.c_int(-1); cu.cuDeviceGetAttribute(ctypes.byref(x), a, dev); vals.append("%s=%d" % (k, x.value))
+    print("GPU %d: %s: %s" % (d, name.value.decode(), ", ".join(vals)))
+    for e in range(n.value):
+        if e != d:
+            p = ctypes.c_int(); cu.cuDeviceCanAccessPeer(ctypes.byref(p), dev, e); print("  peer access %d->%d: %d" % (d, e, p.value))
+EOF
+}
+
+step_gpu_quick() { "$bin/msccl_cuda_gpu_tests" --quick $(find "$dir/plans/golden" -name '*.json' | sort); }
+step_golden() { "$bin/msccl_cuda_gpu_tests" $(find "$dir/plans/golden" -name '*.json' | sort); }
+# The stdlib plans against the CPU executor, bitwise, in one process (AllToAllV plans need counts:
+# msccl-run covers them).
+step_stdlib_cpu() { "$bin/msccl_cuda_gpu_tests" --quick $(ls "$dir"/plans/stdlib/*.json | grep -v alltoallv); }
+# Every stdlib plan through msccl-run on cuda-virtual, verified, in place and out of place
+# (four processes at a time).
+step_stdlib_run() {
+  local failed=0 total=0
+  while IFS=$'\t' read -r name json args; do echo "$name $json $args"; done \
+    <"$dir/plans/stdlib.tsv" >/tmp/gpu-check-stdlib-run.cases
+  xargs -P 4 -L 1 bash -c 'n=$0 j=$1; shift 1
+    if out=$("'"$bin"'/msccl-run" "'"$dir"'/plans/$j" --backend ${GPU_CHECK_BACKEND:-cuda-virtual} -n 2 -w 1 --check "$@" 2>&1); then
+      echo "ok   $n"; else echo "FAIL $n: $(echo "$out" | tail -3 | tr "\n" " ")"; echo "$out" | sed "s/^/     /" | tail -20; fi' \
+    </tmp/gpu-check-stdlib-run.cases | tee /tmp/gpu-check-stdlib-run.results
+  total=$(grep -c '^ok\|^FAIL' /tmp/gpu-check-stdlib-run.results)
+  failed=$(grep -c '^FAIL' /tmp/gpu-check-stdlib-run.results)
+  echo "$((total - failed)) passed, $failed failed of $total runs"
+  rm -f /tmp/gpu-check-stdlib-run.cases /tmp/gpu-check-stdlib-run.results
+  ((failed == 0))
+}
+step_sanitizer() {
+  local rc=0 p=$dir/plans/stdlib
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/msccl-run" "$p/allreduce_ring_r4_in.json" \
+    --backend cuda-virtual --size 64K -n 1 -w 0 --check || rc=1
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/msccl-run" "$p/allreduce_allpairs_packet_r4_out.json" \
+    --backend cuda-virtual --size 8K -n 2 -w 0 --check || rc=1
+  compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/msccl-run" "$p/allgather_packet_r2_in.json" \
+    --backend cuda-virtual --size 4K -n 1 -w 0 --check || rc=1
+  return $rc
+}
+step_bench() { "$bin/msccl-bench-cuda"; }
+
+run() {
+  dir=$(cd "${1:?usage: $0 run DIR}" && pwd)
+  OUT=${OUT:-$dir/out}
+  mkdir -p "$OUT"
+  bin=$dir/bin
+  export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$PATH:/usr/local/cuda/bin
+  steps=${GPU_CHECK_STEPS:-info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench}
+  local budget=${GPU_CHECK_BUDGET:-300}
+  deadline=$(($(date +%s) + budget))
+  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check: no NVIDIA GPU here (nvidia-smi $(command -v nvidia-smi >/dev/null && echo failed || echo 'not found')); nothing run"
+    exit 1
+  fi
+  run_step info 30 step_info
+  run_step gpu-quick 60 step_gpu_quick
+  run_step stdlib-cpu 60 step_stdlib_cpu
+  run_step stdlib-run 100 step_stdlib_run
+  run_step sanitizer 90 step_sanitizer
+  run_step bench 90 step_bench
+  run_step golden 120 step_golden
+
+  {
+    echo "# msccl GPU check, commit $(cat "$dir/COMMIT" 2>/dev/null), $(date -u +%FT%TZ)"
+    grep -E '^GPU |^driver|^host|release|Version' "$OUT/info.log" 2>/dev/null | head -8
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/nvidia-smi: /'
+    echo
+    local i
+    for i in "${!step_names[@]}"; do printf '%-12s %s\n' "${step_names[$i]}" "${step_results[$i]}"; done
+    echo
+    for f in gpu-quick stdlib-cpu golden; do
+      [[ -f $OUT/$f.log ]] && echo "$f: $(grep -E 'passed, .* failed' "$OUT/$f.log" | tail -1)"
+    done
+    [[ -f $OUT/stdlib-run.log ]] && echo "stdlib-run: $(tail -1 "$OUT/stdlib-run.log")"
+    [[ -f $OUT/bench.log ]] && { echo; echo "bench (measured):"; cat "$OUT/bench.log"; }
+  } >"$OUT/summary.txt"
+  echo; cat "$OUT/summary.txt"
+  local r
+  for r in "${step_results[@]}"; do [[ $r == pass* || $r == skip* ]] || exit 1; done
+}
+
+case ${1:-} in
+  bundle) shift; bundle "$@" ;;
+  run) shift; run "$@" ;;
+  *) die "usage: $0 bundle DIR | run DIR" ;;
+esac
