@@ -7,6 +7,8 @@
 #                                   and every shared library those programs need that is not
 #                                   part of the base system, into one self-contained folder
 #                                   (<= 60 MiB) with a `run` entry point.
+#   tools/gpu-check.sh plans DIR MSCCLC  only the stdlib matrix, compiled with MSCCLC into DIR
+#                                   (the device-host tests run the same plans on host threads).
 #   DIR/run                         on the GPU machine (needs only a driver; no compiler, no
 #   tools/gpu-check.sh run DIR      Debian packages, no network): prints what the machine has,
 #                                   then runs each step under its own timeout within a total
@@ -71,6 +73,46 @@ copy_libs() {
   done
 }
 
+# compile_plans DIR MSCCLC: the stdlib matrix compiled to DIR/stdlib/*.json (the GPU side needs
+# no compiler) and DIR/stdlib.tsv, one line per plan: name, JSON path relative to DIR, msccl-run
+# arguments (mode, sizes the plan accepts: chunk multiples of its alignment, and any extra ones).
+compile_plans() {
+  local out=$1 mscclc=$2 manifest=$1/stdlib.tsv
+  mkdir -p "$out/stdlib"
+  : >"$manifest"
+  local algo label defs args
+  while read -r algo label defs args; do
+    local mode
+    for mode in in-place out-of-place; do
+      local name=${algo//\//_}_${label}_${mode%%-*} json inplace=true
+      [[ $mode == in-place ]] || inplace=false
+      json=$out/stdlib/$name.json
+      local dflags=(-D "inplace=$inplace")
+      IFS=, read -ra kv <<<"$defs"
+      for d in "${kv[@]}"; do dflags+=(-D "$d"); done
+      if ! "$mscclc" "stdlib:$algo" "${dflags[@]}" -o "$json" 2>"$out/$name.err"; then
+        # An algorithm that has no in-place (or out-of-place) form says so; others are errors.
+        grep -qi "in-place\|inplace\|out-of-place" "$out/$name.err" && { rm -f "$out/$name.err"; continue; }
+        die "mscclc stdlib:$algo ${dflags[*]} failed: $(head -3 "$out/$name.err")"
+      fi
+      rm -f "$out/$name.err"
+      local sizes
+      sizes=$(python3 - "$json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = p["gpus"][0]
+a = int(p.get("buffer_alignment", 16))
+base = a * max(g["input_chunks"], g["output_chunks"], 1)
+# four sizes: the smallest the plan takes, two middle ones, one of several MiB
+print("-b %d -e %d -f 32" % (base, base * 32 ** 3))
+PY
+)
+      printf '%s\t%s\t%s\n' "$name" "stdlib/$name.json" "--$mode $sizes $args" >>"$manifest"
+    done
+  done < <(stdlib_matrix)
+
+}
+
 bundle() {
   local dir=${1:-}
   [[ -n $dir ]] || die "usage: $0 bundle DIR"
@@ -96,40 +138,8 @@ bundle() {
   done
   copy_libs "$dir/lib" "${bins[@]}"
 
-  # Plans: the stdlib matrix, compiled here (the GPU side needs no compiler), and a manifest of
-  # msccl-run arguments per plan (sizes the plan accepts: chunk multiples of its alignment).
+  compile_plans "$dir/plans" "$build/tools/mscclc/mscclc"
   local manifest=$dir/plans/stdlib.tsv
-  : >"$manifest"
-  local algo label defs args
-  while read -r algo label defs args; do
-    local mode
-    for mode in in-place out-of-place; do
-      local name=${algo//\//_}_${label}_${mode%%-*} json inplace=true
-      [[ $mode == in-place ]] || inplace=false
-      json=$dir/plans/stdlib/$name.json
-      local dflags=(-D "inplace=$inplace")
-      IFS=, read -ra kv <<<"$defs"
-      for d in "${kv[@]}"; do dflags+=(-D "$d"); done
-      if ! "$build/tools/mscclc/mscclc" "stdlib:$algo" "${dflags[@]}" -o "$json" 2>"$dir/plans/$name.err"; then
-        # An algorithm that has no in-place (or out-of-place) form says so; others are errors.
-        grep -qi "in-place\|inplace\|out-of-place" "$dir/plans/$name.err" && { rm -f "$dir/plans/$name.err"; continue; }
-        die "mscclc stdlib:$algo ${dflags[*]} failed: $(head -3 "$dir/plans/$name.err")"
-      fi
-      rm -f "$dir/plans/$name.err"
-      local sizes
-      sizes=$(python3 - "$json" <<'PY'
-import json, sys
-p = json.load(open(sys.argv[1]))
-g = p["gpus"][0]
-a = int(p.get("buffer_alignment", 16))
-base = a * max(g["input_chunks"], g["output_chunks"], 1)
-# four sizes: the smallest the plan takes, two middle ones, one of several MiB
-print("-b %d -e %d -f 32" % (base, base * 32 ** 3))
-PY
-)
-      printf '%s\t%s\t%s\n' "$name" "stdlib/$name.json" "--$mode $sizes $args" >>"$manifest"
-    done
-  done < <(stdlib_matrix)
 
   # Golden plans (MSCCL++'s own, from ../shared; they travel in the bundle, never into git).
   local shared=${MSCCL_SHARED_DIR:-$root/../shared}
@@ -302,6 +312,7 @@ run() {
 
 case ${1:-} in
   bundle) shift; bundle "$@" ;;
+  plans) shift; [[ $# -eq 2 ]] || die "usage: $0 plans DIR MSCCLC"; compile_plans "$@" ;;
   run) shift; run "$@" ;;
-  *) die "usage: $0 bundle DIR | run DIR" ;;
+  *) die "usage: $0 bundle DIR | plans DIR MSCCLC | run DIR" ;;
 esac

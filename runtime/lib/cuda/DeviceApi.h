@@ -89,9 +89,13 @@ public:
   /// one multiprocessor of `dev` (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
   virtual int residentBlocksPerSm(int dev, unsigned threadsPerBlock) = 0;
   /// The threads per block a launch really gets when the plan asks for `planThreads`: the
-  /// plan's own on CUDA; the host implementation's configured count (at least kMaxIdsPerOp,
-  /// since thread j serves channel j of a sync op).
+  /// plan's own on CUDA; the host implementation's configured count (a few: thread j serves
+  /// ids j, j + blockDim.x, ... of a sync op, and data loops stride over the threads).
   virtual unsigned threadsPerBlock(unsigned planThreads) const = 0;
+  /// The host changed `word` (a port channel's inbound counter, a FIFO's completed count)
+  /// while kernels may wait for it: the host implementation wakes its threads parked on it;
+  /// a GPU polls, so the CUDA implementation does nothing.
+  virtual void hostWrote(const void *word) { (void)word; }
   /// Enqueues one launch of the interpreter on `stream`: `numBlocks` blocks (block b runs
   /// launch.threadblocks[b]) of threadsPerBlock(planThreads) threads. `cooperative` asks for
   /// cudaLaunchCooperativeKernel, which refuses a grid that cannot be resident at once.
@@ -106,7 +110,7 @@ std::unique_ptr<DeviceApi> makeCudaDeviceApi();
 /// Options of the host implementation.
 struct HostDeviceOptions {
   int deviceCount = 8;          ///< emulated devices (an HGX node)
-  unsigned threadsPerBlock = 16;///< host threads per threadblock (raised to kMaxIdsPerOp)
+  unsigned threadsPerBlock = 8; ///< host threads per threadblock (1..kMaxThreadsPerBlock)
 };
 /// The host implementation (never throws for want of a GPU).
 std::unique_ptr<DeviceApi> makeHostDeviceApi(const HostDeviceOptions &options = {});

@@ -104,13 +104,14 @@ template <bool LL16> struct Packet {
     const char *p = region + i * kBytes;
     uint32_t n = 0;
     uint64_t deadline = 0;
+    uint32_t seen = 0;
     if constexpr (LL16) {
-      while (!tryLoadLL16(p, flag, d0, d1))
-        if (!w.keepWaiting(n, deadline)) return false;
+      while (!tryLoadLL16(p, flag, d0, d1, seen))
+        if (!w.keepWaiting(n, deadline, p + 4, seen)) return false;
     } else {
       d1 = 0;
-      while (!tryLoadLL8(p, flag, d0))
-        if (!w.keepWaiting(n, deadline)) return false;
+      while (!tryLoadLL8(p, flag, d0, seen))
+        if (!w.keepWaiting(n, deadline, p + 4, seen)) return false;
     }
     return true;
   }

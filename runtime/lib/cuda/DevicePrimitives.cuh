@@ -11,8 +11,9 @@
 //     std::atomic_ref operation with the same order (release/acquire/relaxed; sys and gpu
 //     scope are both the host's coherence domain). LL16 packets are written and read as one
 //     16-byte unit (atomic_ref<unsigned __int128>), LL8 ones as one 8-byte unit, as on the GPU.
-//     A spinning thread yields its core, then sleeps (hundreds of host threads share a few
-//     cores), and checks its deadline on every iteration.
+//     A spinning thread yields its core a few times, then parks on the word it waits for until
+//     a writer changes it (thousands of host threads share a few cores), and checks its
+//     deadline on every iteration.
 // The primitives:
 //   addReleaseSys/addRelaxedSys, loadAcquireSys/loadRelaxedSys    channel counters (u64, sys)
 //   fetchAddAcquireGpu, addReleaseGpu, loadAcquireGpu (s32)       semaphores (gpu)
@@ -22,7 +23,7 @@
 //   fenceSys                                                      __threadfence_system
 //   storeLL16/tryLoadLL16, storeLL8/tryLoadLL8                    LL packets (spec plan#7.1)
 //   globalTimer                                                   %globaltimer (ns)
-//   spinPause(n), kSpinsPerTimerCheck                             bounded spinning (Waiter)
+//   spinPause(n, word, seen, nsLeft), kSpinsPerTimerCheck         bounded spinning (Waiter)
 //   vadd4/vminu4/vmaxu4, wordAsFloat/floatAsWord, min/max         reduction lanes
 //
 // Mirrors: mscclpp include/mscclpp/{atomic_device,poll_device,packet_device}.hpp; NCCL's
@@ -100,24 +101,25 @@ __device__ __forceinline__ uint64_t globalTimer() {
 __device__ __forceinline__ void storeLL16(void *p, uint32_t d0, uint32_t d1, uint32_t flag) {
   asm volatile("st.volatile.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag) : "memory");
 }
-__device__ __forceinline__ bool tryLoadLL16(const void *p, uint32_t flag, uint32_t &d0, uint32_t &d1) {
-  uint32_t f0, f1;
-  asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1) : "l"(p) : "memory");
-  return f0 == flag && f1 == flag;
+__device__ __forceinline__ bool tryLoadLL16(const void *p, uint32_t flag, uint32_t &d0, uint32_t &d1, uint32_t &seen) {
+  uint32_t f1;
+  asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(d0), "=r"(seen), "=r"(d1), "=r"(f1) : "l"(p) : "memory");
+  return seen == flag && f1 == flag;
 }
 __device__ __forceinline__ void storeLL8(void *p, uint32_t d, uint32_t flag) {
   asm volatile("st.volatile.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(d), "r"(flag) : "memory");
 }
-__device__ __forceinline__ bool tryLoadLL8(const void *p, uint32_t flag, uint32_t &d) {
-  uint32_t f;
-  asm volatile("ld.volatile.v2.u32 {%0, %1}, [%2];" : "=r"(d), "=r"(f) : "l"(p) : "memory");
-  return f == flag;
+__device__ __forceinline__ bool tryLoadLL8(const void *p, uint32_t flag, uint32_t &d, uint32_t &seen) {
+  asm volatile("ld.volatile.v2.u32 {%0, %1}, [%2];" : "=r"(d), "=r"(seen) : "l"(p) : "memory");
+  return seen == flag;
 }
 
 // --- Spinning ---------------------------------------------------------------------------
 /// A spinning thread reads the clock once per this many iterations.
 constexpr uint32_t kSpinsPerTimerCheck = 1024;
-__device__ __forceinline__ void spinPause(uint32_t) {}
+/// One iteration of a wait for `word` (32 bits) to change from `seen` (`deadline`: globalTimer
+/// value at which the wait gives up, 0 = not yet known): the GPU just spins.
+__device__ __forceinline__ void spinPause(uint32_t, const void *, uint32_t, uint64_t) {}
 
 // --- Reduction lanes ---------------------------------------------------------------------
 __device__ __forceinline__ uint32_t vadd4(uint32_t a, uint32_t b) { return __vadd4(a, b); }
@@ -183,14 +185,42 @@ inline void __syncthreads() { tlsBlock->barrier.arrive_and_wait(); }
 template <class T> inline std::atomic_ref<T> at(T *p) { return std::atomic_ref<T>(*p); }
 template <class T> inline std::atomic_ref<T> at(const T *p) { return std::atomic_ref<T>(*const_cast<T *>(p)); }
 
-inline void addReleaseSys(uint64_t *p, uint64_t v) { at(p).fetch_add(v, std::memory_order_release); }
-inline void addRelaxedSys(uint64_t *p, uint64_t v) { at(p).fetch_add(v, std::memory_order_relaxed); }
+// --- Parking: a waiting host thread sleeps on the 32-bit word it waits for (a futex) ---------
+// A writer of such a word calls wakeWord after its store; waiters are counted per hashed
+// bucket so that a store nobody waits for costs a fence and a load. No wake-up is lost: the
+// waiter counts itself and fences before the kernel compares the word with the value it saw,
+// the writer fences between its store and reading the count (see HostKernel.cpp).
+void wakeWord(const void *word);
+/// Sleeps while `word` still holds `seen`, at most `maxNs`.
+void parkWord(const void *word, uint32_t seen, uint64_t maxNs);
+/// The 32-bit word of a 64-bit counter that changes with every increment (little-endian).
+inline const void *lowWord(const uint64_t *p) { return p; }
+
+inline void addReleaseSys(uint64_t *p, uint64_t v) {
+  at(p).fetch_add(v, std::memory_order_release);
+  wakeWord(p);
+}
+inline void addRelaxedSys(uint64_t *p, uint64_t v) {
+  at(p).fetch_add(v, std::memory_order_relaxed);
+  wakeWord(p);
+}
 inline uint64_t loadAcquireSys(const uint64_t *p) { return at(p).load(std::memory_order_acquire); }
 inline uint64_t loadRelaxedSys(const uint64_t *p) { return at(p).load(std::memory_order_relaxed); }
-inline int32_t fetchAddAcquireGpu(int32_t *p, int32_t v) { return at(p).fetch_add(v, std::memory_order_acquire); }
-inline void addReleaseGpu(int32_t *p, int32_t v) { at(p).fetch_add(v, std::memory_order_release); }
+inline int32_t fetchAddAcquireGpu(int32_t *p, int32_t v) {
+  int32_t old = at(p).fetch_add(v, std::memory_order_acquire);
+  wakeWord(p);
+  return old;
+}
+inline void addReleaseGpu(int32_t *p, int32_t v) {
+  at(p).fetch_add(v, std::memory_order_release);
+  wakeWord(p);
+}
 inline int32_t loadAcquireGpu(const int32_t *p) { return at(p).load(std::memory_order_acquire); }
-inline uint64_t fetchAddAcqRelGpu(uint64_t *p, uint64_t v) { return at(p).fetch_add(v, std::memory_order_acq_rel); }
+inline uint64_t fetchAddAcqRelGpu(uint64_t *p, uint64_t v) {
+  uint64_t old = at(p).fetch_add(v, std::memory_order_acq_rel);
+  wakeWord(p);
+  return old;
+}
 inline uint64_t loadAcquireGpu(const uint64_t *p) { return at(p).load(std::memory_order_acquire); }
 inline void storeReleaseSys(uint32_t *p, uint32_t v) { at(p).store(v, std::memory_order_release); }
 inline uint64_t fetchAddRelaxed(uint64_t *p, uint64_t v) { return at(p).fetch_add(v, std::memory_order_relaxed); }
@@ -207,34 +237,47 @@ inline uint64_t globalTimer() {
 
 // --- LL packets: one atomic unit each (a packet is never seen half written) ---------------
 using Packet128 = unsigned __int128;
+// A waiter watches the packet's first flag word (bytes 4..7 of LL16 and of LL8).
 inline void storeLL16(void *p, uint32_t d0, uint32_t d1, uint32_t flag) {
   const uint32_t w[4] = {d0, flag, d1, flag};
   Packet128 v;
   std::memcpy(&v, w, 16);
   at(static_cast<Packet128 *>(p)).store(v, std::memory_order_relaxed);
+  wakeWord(static_cast<char *>(p) + 4);
 }
-inline bool tryLoadLL16(const void *p, uint32_t flag, uint32_t &d0, uint32_t &d1) {
+inline bool tryLoadLL16(const void *p, uint32_t flag, uint32_t &d0, uint32_t &d1, uint32_t &seen) {
   Packet128 v = at(static_cast<const Packet128 *>(p)).load(std::memory_order_relaxed);
   uint32_t w[4];
   std::memcpy(w, &v, 16);
   d0 = w[0];
   d1 = w[2];
+  seen = w[1];
   return w[1] == flag && w[3] == flag;
 }
 inline void storeLL8(void *p, uint32_t d, uint32_t flag) {
   at(static_cast<uint64_t *>(p)).store((uint64_t)flag << 32 | d, std::memory_order_relaxed);
+  wakeWord(static_cast<char *>(p) + 4);
 }
-inline bool tryLoadLL8(const void *p, uint32_t flag, uint32_t &d) {
+inline bool tryLoadLL8(const void *p, uint32_t flag, uint32_t &d, uint32_t &seen) {
   uint64_t v = at(static_cast<const uint64_t *>(p)).load(std::memory_order_relaxed);
   d = (uint32_t)v;
-  return (uint32_t)(v >> 32) == flag;
+  seen = (uint32_t)(v >> 32);
+  return seen == flag;
 }
 
-// --- Spinning: yield the core, then sleep; the deadline is checked every iteration ---------
+// --- Spinning: yield the core a few times, then park on the word until it changes (or the
+// deadline nears: at most 50 ms, so that an abort is noticed); the deadline is checked on every
+// iteration.
 constexpr uint32_t kSpinsPerTimerCheck = 1;
-inline void spinPause(uint32_t n) {
-  if (n < 32) std::this_thread::yield();
-  else std::this_thread::sleep_for(std::chrono::microseconds(n < 256 ? 10 : 100));
+inline void spinPause(uint32_t n, const void *word, uint32_t seen, uint64_t deadline) {
+  if (n < 4) {
+    std::this_thread::yield();
+    return;
+  }
+  constexpr uint64_t kMaxPark = 50000000ull; // ns
+  const uint64_t now = globalTimer();
+  const uint64_t left = deadline == 0 ? kMaxPark : deadline > now ? deadline - now : 0;
+  if (left) parkWord(word, seen, left < kMaxPark ? left : kMaxPark);
 }
 
 // --- Reduction lanes (the CUDA SIMD intrinsics' definitions: four unsigned bytes) ----------

@@ -30,10 +30,12 @@ struct Waiter {
   uint32_t rank, tbId, opIndex, opType;
   bool gaveUp = false;
 
-  /// One spin iteration of a wait; false = stop waiting. `n` counts the iterations.
-  __device__ __forceinline__ bool keepWaiting(uint32_t &n, uint64_t &deadline) {
+  /// One spin iteration of a wait for the 32-bit `word` to change from `seen` (the value it
+  /// had when the wait's condition was last found false); false = stop waiting. `n` counts
+  /// the iterations.
+  __device__ __forceinline__ bool keepWaiting(uint32_t &n, uint64_t &deadline, const void *word, uint32_t seen) {
     if (gaveUp) return false;
-    spinPause(n);
+    spinPause(n, word, seen, deadline);
     if (++n % kSpinsPerTimerCheck != 0) return true;
     if (loadVolatile(&abort->aborted)) return giveUp(false);
     uint64_t now = globalTimer();

@@ -107,7 +107,7 @@ class HostDeviceApi final : public DeviceApi {
 public:
   explicit HostDeviceApi(const HostDeviceOptions &o) : options_(o) {
     if (options_.deviceCount < 1) options_.deviceCount = 1;
-    options_.threadsPerBlock = std::max(options_.threadsPerBlock, kMaxIdsPerOp);
+    options_.threadsPerBlock = std::clamp(options_.threadsPerBlock, 1u, kMaxThreadsPerBlock);
   }
   ~HostDeviceApi() override {
     for (auto &[p, a] : allocations_) std::free(reinterpret_cast<void *>(p));
@@ -171,6 +171,7 @@ public:
       e->cv.wait(l, [&] { return e->completed >= target; });
     });
   }
+  void hostWrote(const void *word) override { detail::wakeHostWaiters(word); }
   int residentBlocksPerSm(int, unsigned) override { return 1 << 20; } // every block gets its threads
   unsigned threadsPerBlock(unsigned) const override { return options_.threadsPerBlock; }
   void launch(int, const DevLaunch &launch, unsigned numBlocks, unsigned, DeviceStream stream, bool) override {

@@ -12,22 +12,64 @@
 
 #include "msccl/runtime/Executor.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include <condition_variable>
+#include <climits>
+
+#include <atomic>
 #include <cstring>
-#include <mutex>
 #include <vector>
+
+namespace msccl::cuda::dev {
+
+namespace {
+/// Waiters per hashed word (a cache line each).
+struct alignas(64) ParkBucket {
+  std::atomic<uint32_t> waiters{0};
+};
+ParkBucket gBuckets[1024];
+ParkBucket &bucketOf(const void *word) { return gBuckets[(reinterpret_cast<uintptr_t>(word) >> 2) % 1024]; }
+long futex(const void *word, int op, uint32_t value, const timespec *timeout) {
+  return syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
+}
+} // namespace
+
+// Writer: store; seq_cst fence; read the count. Waiter: count; seq_cst fence; the kernel
+// compares the word. Either the writer sees the count (and wakes), or the waiter's fence comes
+// after the writer's in the total order and the kernel reads the new value (no sleep); a wake
+// that comes before the waiter sleeps is ordered before its compare by the futex bucket lock.
+void wakeWord(const void *word) {
+  ParkBucket &b = bucketOf(word);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (b.waiters.load(std::memory_order_relaxed) != 0) futex(word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr);
+}
+
+void parkWord(const void *word, uint32_t seen, uint64_t maxNs) {
+  ParkBucket &b = bucketOf(word);
+  b.waiters.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  timespec ts{(time_t)(maxNs / 1000000000ull), (long)(maxNs % 1000000000ull)};
+  futex(word, FUTEX_WAIT_PRIVATE, seen, &ts);
+  b.waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+} // namespace msccl::cuda::dev
 
 namespace msccl::cuda::detail {
 
+void wakeHostWaiters(const void *word) { dev::wakeWord(word); }
+
+// Workers park on `generation` (an atomic wait, a futex: one wake-up call starts them all,
+// with no lock to contend for); the launch parameters are published before the generation
+// changes (release) and read after it (acquire). The last thread to finish wakes the launcher.
 struct HostKernelRunner::Impl {
-  std::mutex m;
-  std::condition_variable start, done;
-  uint64_t generation = 0;
-  unsigned remaining = 0;
-  bool stop = false;
-  // The current launch (written under `m` before `generation` changes).
+  std::atomic<uint64_t> generation{0};
+  std::atomic<unsigned> remaining{0};
+  std::atomic<bool> stop{false};
+  // The current launch (written before `generation` changes).
   DevLaunch launch;
   unsigned numBlocks = 0, threads = 0;
   std::vector<std::unique_ptr<dev::HostBlock>> blocks;
@@ -48,23 +90,18 @@ struct HostKernelRunner::Impl {
   void loop(unsigned index) {
     uint64_t seen = 0;
     for (;;) {
-      std::unique_lock<std::mutex> l(m);
-      start.wait(l, [&] { return stop || generation != seen; });
-      if (stop) return;
-      seen = generation;
+      uint64_t g;
+      while ((g = generation.load(std::memory_order_acquire)) == seen) generation.wait(seen, std::memory_order_acquire);
+      seen = g;
+      if (stop.load(std::memory_order_acquire)) return;
       if (index >= numBlocks * threads) continue; // not part of this launch
       const unsigned b = index / threads, t = index % threads;
-      dev::HostBlock *block = blocks[b].get();
-      const DevLaunch L = launch;
-      const unsigned T = threads;
-      l.unlock();
       dev::blockIdx.x = b;
       dev::threadIdx.x = t;
-      dev::blockDim.x = T;
-      dev::tlsBlock = block;
-      dev::planKernel(L);
-      l.lock();
-      if (--remaining == 0) done.notify_all();
+      dev::blockDim.x = threads;
+      dev::tlsBlock = blocks[b].get();
+      dev::planKernel(launch);
+      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining.notify_all();
     }
   }
 
@@ -92,11 +129,9 @@ struct HostKernelRunner::Impl {
 HostKernelRunner::HostKernelRunner() : impl_(std::make_unique<Impl>()) {}
 
 HostKernelRunner::~HostKernelRunner() {
-  {
-    std::lock_guard<std::mutex> l(impl_->m);
-    impl_->stop = true;
-  }
-  impl_->start.notify_all();
+  impl_->stop.store(true, std::memory_order_release);
+  impl_->generation.fetch_add(1, std::memory_order_acq_rel);
+  impl_->generation.notify_all();
   for (pthread_t th : impl_->workers) pthread_join(th, nullptr);
 }
 
@@ -104,16 +139,18 @@ void HostKernelRunner::run(const DevLaunch &launch, unsigned numBlocks, unsigned
   if (numBlocks == 0 || threads == 0) return;
   Impl &I = *impl_;
   I.grow(numBlocks * threads);
-  std::unique_lock<std::mutex> l(I.m);
-  I.blocks.clear();
-  for (unsigned b = 0; b < numBlocks; ++b) I.blocks.push_back(std::make_unique<dev::HostBlock>(threads));
+  if (I.blocks.size() != numBlocks || I.threads != threads) { // barriers are reused between launches
+    I.blocks.clear();
+    for (unsigned b = 0; b < numBlocks; ++b) I.blocks.push_back(std::make_unique<dev::HostBlock>(threads));
+  }
   I.launch = launch;
   I.numBlocks = numBlocks;
   I.threads = threads;
-  I.remaining = numBlocks * threads;
-  ++I.generation;
-  I.start.notify_all();
-  I.done.wait(l, [&] { return I.remaining == 0; });
+  I.remaining.store(numBlocks * threads, std::memory_order_relaxed);
+  I.generation.fetch_add(1, std::memory_order_acq_rel);
+  I.generation.notify_all();
+  unsigned left;
+  while ((left = I.remaining.load(std::memory_order_acquire)) != 0) I.remaining.wait(left, std::memory_order_acquire);
 }
 
 void hostCopyUnits(void *dst, const void *src, size_t bytes) {
@@ -123,8 +160,12 @@ void hostCopyUnits(void *dst, const void *src, size_t bytes) {
   }
   auto *d = static_cast<dev::Packet128 *>(dst);
   auto *s = static_cast<const dev::Packet128 *>(src);
-  for (size_t i = 0; i < bytes / 16; ++i)
+  for (size_t i = 0; i < bytes / 16; ++i) {
     dev::at(d + i).store(dev::at(s + i).load(std::memory_order_relaxed), std::memory_order_relaxed);
+    // The flag words of an LL16 packet, or of two LL8 packets, a kernel may be parked on.
+    dev::wakeWord(reinterpret_cast<char *>(d + i) + 4);
+    dev::wakeWord(reinterpret_cast<char *>(d + i) + 12);
+  }
 }
 
 } // namespace msccl::cuda::detail

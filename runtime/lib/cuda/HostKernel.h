@@ -36,8 +36,13 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// The host changed `word` (a counter or flag a kernel thread may be parked on): wakes the
+/// host threads waiting for it.
+void wakeHostWaiters(const void *word);
+
 /// Copies `bytes` from `src` to `dst`, each 16-byte unit at 16-byte aligned addresses as one
-/// atomic unit (the host's copy engine: a packet copied by the port proxy never tears).
+/// atomic unit (the host's copy engine: a packet copied by the port proxy never tears), and
+/// wakes kernel threads parked on the packets' flag words.
 void hostCopyUnits(void *dst, const void *src, size_t bytes);
 
 } // namespace msccl::cuda::detail

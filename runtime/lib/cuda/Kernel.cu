@@ -4,7 +4,7 @@
 // each rank's DevRankContext (buffers, channels, semaphores, FIFO) and the launch's flag F.
 // Block b runs threadblock threadblocks[b] of rank ranks[threadblocks[b].rankSlot]: every thread
 // walks the same op list (spec plan#6.3); data ops stripe over all threads; sync ops are
-// executed by thread j for channel/semaphore j; `nop` is __syncthreads; a pipeline runs its
+// executed by thread j (mod blockDim.x) for channel/semaphore j; `nop` is __syncthreads; a pipeline runs its
 // inner ops once per iteration with window offset i*unit_size (plan#8.6, windows clamped per entry).
 // Guarantees: every wait is bounded (DeviceSync.cuh), so the launch always ends; a timed-out
 // wait is reported through DevLaunch::abort.
@@ -87,9 +87,9 @@ __device__ uint64_t fifoPush(Exec &x, uint32_t meta, uint64_t srcOff, uint64_t d
   const DevFifo &f = x.R->fifo;
   uint64_t idx = fetchAddRelaxed(f.head, 1);
   uint32_t n = 0;
-  uint64_t deadline = 0;
-  while (idx - loadAcquireSys(f.completed) >= f.capacity)
-    if (!x.w.keepWaiting(n, deadline)) return idx;
+  uint64_t deadline = 0, done;
+  while (idx - (done = loadAcquireSys(f.completed)) >= f.capacity)
+    if (!x.w.keepWaiting(n, deadline, f.completed, (uint32_t)done)) return idx;
   volatile DevProxyRequest *s = f.slots + (idx % f.capacity);
   s->srcOffset = srcOff;
   s->dstOffset = dstOff;
@@ -101,23 +101,22 @@ __device__ uint64_t fifoPush(Exec &x, uint32_t meta, uint64_t srcOff, uint64_t d
 
 __device__ void fifoWait(Exec &x, uint64_t idx) {
   uint32_t n = 0;
-  uint64_t deadline = 0;
-  while (loadAcquireSys(x.R->fifo.completed) < idx + 1)
-    if (!x.w.keepWaiting(n, deadline)) return;
+  uint64_t deadline = 0, done;
+  while ((done = loadAcquireSys(x.R->fifo.completed)) < idx + 1)
+    if (!x.w.keepWaiting(n, deadline, x.R->fifo.completed, (uint32_t)done)) return;
 }
 
 __device__ void waitCounter(Exec &x, const uint64_t *inbound, uint64_t *expected, bool relaxed) {
   // Several threadblocks may wait on one channel: each claims its own expected value.
   uint64_t e = fetchAddRelaxed(expected, 1) + 1;
   uint32_t n = 0;
-  uint64_t deadline = 0;
-  while ((relaxed ? loadRelaxedSys(inbound) : loadAcquireSys(inbound)) < e)
-    if (!x.w.keepWaiting(n, deadline)) return;
+  uint64_t deadline = 0, v;
+  while ((v = relaxed ? loadRelaxedSys(inbound) : loadAcquireSys(inbound)) < e)
+    if (!x.w.keepWaiting(n, deadline, inbound, (uint32_t)v)) return;
 }
 
-__device__ void syncOp(Exec &x, const DevOp &op) {
-  const unsigned j = threadIdx.x;
-  if (j >= op.nIds) return;
+/// Channel op.ids[j] of a sync op (thread j mod blockDim.x serves it).
+__device__ void syncOne(Exec &x, const DevOp &op, unsigned j) {
   const bool relaxed = op.type == (uint8_t)OpType::RelaxedSignal || op.type == (uint8_t)OpType::RelaxedWait;
   const bool isSignal = op.type == (uint8_t)OpType::Signal || op.type == (uint8_t)OpType::RelaxedSignal;
   if (op.channelType == (uint8_t)ChannelType::Memory) {
@@ -133,6 +132,10 @@ __device__ void syncOp(Exec &x, const DevOp &op) {
   }
 }
 
+__device__ void syncOp(Exec &x, const DevOp &op) {
+  for (unsigned j = threadIdx.x; j < op.nIds; j += blockDim.x) syncOne(x, op, j);
+}
+
 __device__ void barrierOp(Exec &x, const DevOp &op) {
   __syncthreads();
   if (op.numThreadblocks > 1 && threadIdx.x == 0) {
@@ -140,16 +143,15 @@ __device__ void barrierOp(Exec &x, const DevOp &op) {
     const uint64_t N = op.numThreadblocks;
     uint64_t target = (fetchAddAcqRelGpu(c, 1) / N + 1) * N;
     uint32_t n = 0;
-    uint64_t deadline = 0;
-    while (loadAcquireGpu(c) < target)
-      if (!x.w.keepWaiting(n, deadline)) break;
+    uint64_t deadline = 0, v;
+    while ((v = loadAcquireGpu(c)) < target)
+      if (!x.w.keepWaiting(n, deadline, c, (uint32_t)v)) break;
   }
   __syncthreads();
 }
 
-__device__ void semOp(Exec &x, const DevOp &op) {
-  const unsigned j = threadIdx.x;
-  if (j >= op.nIds) return;
+/// Semaphore op.ids[j] of a sem_acquire / sem_release.
+__device__ void semOne(Exec &x, const DevOp &op, unsigned j) {
   int32_t *s = x.R->semaphores + op.ids[j];
   if (op.type == (uint8_t)OpType::SemRelease) {
     addReleaseGpu(s, 1);
@@ -159,8 +161,13 @@ __device__ void semOp(Exec &x, const DevOp &op) {
   if (old > 0) return;
   uint32_t n = 0;
   uint64_t deadline = 0;
-  while (loadAcquireGpu(s) < old)
-    if (!x.w.keepWaiting(n, deadline)) return;
+  int32_t v;
+  while ((v = loadAcquireGpu(s)) < old)
+    if (!x.w.keepWaiting(n, deadline, s, (uint32_t)v)) return;
+}
+
+__device__ void semOp(Exec &x, const DevOp &op) {
+  for (unsigned j = threadIdx.x; j < op.nIds; j += blockDim.x) semOne(x, op, j);
 }
 
 // --- Plain data ops -----------------------------------------------------------------------
@@ -199,15 +206,15 @@ __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
   }
   if (op.nIds && (t == OpType::PutWithSignal || t == OpType::PutWithSignalAndFlush)) {
     __syncthreads();
-    if (threadIdx.x < op.nIds && threadIdx.x < op.nDst) addReleaseSys(x.R->memoryChannels[op.ids[threadIdx.x]].outbound, 1);
+    for (unsigned j = threadIdx.x; j < op.nIds && j < op.nDst; j += blockDim.x)
+      addReleaseSys(x.R->memoryChannels[op.ids[j]].outbound, 1);
   }
 }
 
-/// put / pws / pwsf / ppkt over port channels: thread i pushes the request of pair i.
-__device__ void portPutOp(Exec &x, const DevOp &op, const Window &win) {
-  const unsigned i = threadIdx.x;
+/// put / pws / pwsf / ppkt over port channels: thread i (mod blockDim.x) pushes the request of
+/// pair i.
+__device__ void portPutOne(Exec &x, const DevOp &op, const Window &win, unsigned i) {
   const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
-  if (i >= op.nDst || i >= op.nIds) return;
   const OpType t = (OpType)op.type;
   uint64_t so, sl, dof, dl;
   const bool srcScratch = src[i].bufferType == (uint8_t)BufferType::Scratch;
@@ -227,6 +234,10 @@ __device__ void portPutOp(Exec &x, const DevOp &op, const Window &win) {
   }
   uint64_t idx = fifoPush(x, proxyMeta(kind, src[i].bufferType, op.ids[i], dst[i].id), so, dof, dl);
   if (kind & kProxySync) fifoWait(x, idx);
+}
+
+__device__ void portPutOp(Exec &x, const DevOp &op, const Window &win) {
+  for (unsigned i = threadIdx.x; i < op.nDst && i < op.nIds; i += blockDim.x) portPutOne(x, op, win, i);
 }
 
 /// The (DT, OP) instantiations chosen by dispatchReduce.
@@ -335,11 +346,11 @@ template <bool LL16> __device__ void portReadPutPacketsT(Exec &x, const DevOp &o
   const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
   packetWaitAll<LL16>(x.w, x.base(src[0]) + 2 * src[0].offset, src[0].length, x.flag);
   __syncthreads();
-  const unsigned j = threadIdx.x;
-  if (j >= op.nDst || j >= op.nIds) return;
   const uint64_t so = 2 * src[0].offset + (src[0].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
-  const uint64_t dof = 2 * dst[j].offset + x.remoteSo(dst[j]);
-  fifoPush(x, proxyMeta(kProxyData, src[0].bufferType, op.ids[j], dst[j].id), so, dof, 2 * src[0].length);
+  for (unsigned j = threadIdx.x; j < op.nDst && j < op.nIds; j += blockDim.x) {
+    const uint64_t dof = 2 * dst[j].offset + x.remoteSo(dst[j]);
+    fifoPush(x, proxyMeta(kProxyData, src[0].bufferType, op.ids[j], dst[j].id), so, dof, 2 * src[0].length);
+  }
 }
 
 // --- Dispatch -----------------------------------------------------------------------------

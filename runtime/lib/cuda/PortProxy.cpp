@@ -67,10 +67,14 @@ bool PortProxy::serve(ProxyRank &r) {
   }
   if (kind & kProxyFlag) {
     if (ch >= r.flagTargets.size()) fail("port signal on channel " + std::to_string(ch) + " that does not exist");
-    else __atomic_fetch_add(r.flagTargets[ch], 1, __ATOMIC_RELEASE);
+    else {
+      __atomic_fetch_add(r.flagTargets[ch], 1, __ATOMIC_RELEASE);
+      api_->hostWrote(r.flagTargets[ch]);
+    }
   }
   ++r.tail;
   __atomic_store_n(r.completed, r.tail, __ATOMIC_RELEASE);
+  api_->hostWrote(r.completed);
   return true;
 }
 

@@ -50,9 +50,10 @@ struct CudaOptions {
   DeviceKind device = DeviceKind::Cuda;
   /// Host implementation: emulated devices (one-rank-per-device placement needs one per rank).
   int hostDevices = 8;
-  /// Host implementation: threads per threadblock (at least 16, the most channel ids one op
-  /// names; the environment variable MSCCL_HOST_THREADS_PER_BLOCK overrides it).
-  unsigned hostThreadsPerBlock = 16;
+  /// Host implementation: threads per threadblock (1..1024; a few keep the thread count of
+  /// large plans manageable while every striding loop still runs with several threads; the
+  /// environment variable MSCCL_HOST_THREADS_PER_BLOCK overrides it).
+  unsigned hostThreadsPerBlock = 8;
   /// Seconds one device-side wait may spin before the launch is abandoned and reported as a
   /// deadlock (0 = forever). The environment variable MSCCL_CUDA_TIMEOUT overrides it.
   double waitTimeoutSeconds = 30;
