@@ -18,7 +18,9 @@
 # Environment: BUILD_DIR (bundle; default <repo>/build), OUT (run; default DIR/out),
 # GPU_CHECK_BUDGET (run; seconds for all steps, default 330), GPU_CHECK_STEPS (run; the steps to
 # run, space separated, default all: info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench).
-# Without a usable GPU, `run` says so in one line and exits 1.
+# Without a usable GPU, `run` says so in one line and exits 1. For a dry run of the harness on a
+# machine without a GPU (nvidia-smi faked): GPU_CHECK_BACKEND=cuda-host and
+# GPU_CHECK_DEVICE_FLAGS="--device host" run the steps on the host implementation.
 set -uo pipefail
 
 die() { echo "gpu-check: $*" >&2; exit 2; }
@@ -143,12 +145,15 @@ bundle() {
 
   # Golden plans (MSCCL++'s own, from ../shared; they travel in the bundle, never into git).
   local shared=${MSCCL_SHARED_DIR:-$root/../shared}
-  if [[ -d $shared/golden ]]; then
-    (cd "$shared/golden" && find . -name '*.json' | while read -r f; do
-      mkdir -p "$dir/plans/golden/$(dirname "$f")"; cp "$f" "$dir/plans/golden/$f"; done)
-  else
-    echo "gpu-check: no golden plans under $shared/golden; the bundle carries the stdlib plans only" >&2
-  fi
+  local sub
+  for sub in golden legacy; do
+    if [[ -d $shared/$sub ]]; then
+      (cd "$shared/$sub" && find . -name '*.json' | while read -r f; do
+        mkdir -p "$dir/plans/$sub/$(dirname "$f")"; cp "$f" "$dir/plans/$sub/$f"; done)
+    else
+      echo "gpu-check: no plans under $shared/$sub; the bundle carries the stdlib plans without them" >&2
+    fi
+  done
 
   cp "${BASH_SOURCE[0]}" "$dir/gpu-check.sh"
   cat >"$dir/run" <<'EOF'
@@ -188,7 +193,7 @@ run_step() {
   ((limit > left)) && limit=$left
   local t0=$(date +%s) rc
   echo "== $name (timeout ${limit}s)"
-  timeout -k 5 "$limit" bash -c "$(declare -f "$fn"); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
+  timeout -k 5 "$limit" bash -c "$(declare -f "$fn" device_tests reference_plans); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
     >"$OUT/$name.log" 2>&1
   rc=$?
   local took=$(($(date +%s) - t0)) result
@@ -236,11 +241,33 @@ for d in range(n.value):
 EOF
 }
 
-step_gpu_quick() { "$bin/msccl_cuda_gpu_tests" --quick $(find "$dir/plans/golden" -name '*.json' | sort); }
-step_golden() { "$bin/msccl_cuda_gpu_tests" $(find "$dir/plans/golden" -name '*.json' | sort); }
-# The stdlib plans against the CPU executor, bitwise, in one process (AllToAllV plans need counts:
-# msccl-run covers them).
-step_stdlib_cpu() { "$bin/msccl_cuda_gpu_tests" --quick $(ls "$dir"/plans/stdlib/*.json | grep -v alltoallv); }
+# device_tests [--quick] PLAN...: msccl_cuda_gpu_tests over the plans in 4 processes at once (the
+# CPU reference is the slow half; the GPU is shared), then one summary line.
+device_tests() {
+  local flags=(${GPU_CHECK_DEVICE_FLAGS:-}) plans=() i
+  [[ ${1:-} == --quick ]] && { flags+=(--quick); shift; }
+  plans=("$@")
+  local tmp
+  tmp=$(mktemp -d)
+  for i in 0 1 2 3; do
+    local part=()
+    local k
+    for ((k = i; k < ${#plans[@]}; k += 4)); do part+=("${plans[$k]}"); done
+    "$bin/msccl_cuda_gpu_tests" "${flags[@]}" "${part[@]}" >"$tmp/$i.log" 2>&1 &
+  done
+  wait
+  cat "$tmp"/*.log | grep -v '^[0-9]* passed'
+  cat "$tmp"/*.log | awk '/^[0-9]+ passed/ {p+=$1; f+=$3; r+=$5; s+=$9} END {printf "%d passed, %d failed, %d racy (not compared), %d skipped (refused)\n", p, f, r, s; exit (f > 0 || NR == 0)}'
+  local rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
+reference_plans() { find "$dir/plans/golden" "$dir/plans/legacy" -name '*.json' 2>/dev/null | sort; }
+step_gpu_quick() { device_tests --quick $(reference_plans); }
+step_golden() { device_tests $(reference_plans); }
+# The stdlib plans against the CPU executor, bitwise, every data type and reduce operator
+# (AllToAllV plans need counts: msccl-run covers them).
+step_stdlib_cpu() { device_tests $(ls "$dir"/plans/stdlib/*.json | grep -v alltoallv); }
 # Every stdlib plan through msccl-run on cuda-virtual, verified, in place and out of place
 # (four processes at a time).
 step_stdlib_run() {
@@ -265,6 +292,10 @@ step_sanitizer() {
     --backend cuda-virtual --size 8K -n 2 -w 0 --check || rc=1
   compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/msccl-run" "$p/allgather_packet_r2_in.json" \
     --backend cuda-virtual --size 4K -n 1 -w 0 --check || rc=1
+  # Through the device-test harness (fresh buffers and contexts per case), LL8 and a switch plan.
+  compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 4 "$bin/msccl_cuda_gpu_tests" --quick \
+    "$p/allgather_packet_r8-ll8_out.json" $(find "$dir/plans/golden" -name single_node__allreduce_nvls_zero_copy.json) |
+    grep -v '^racy' || rc=1
   return $rc
 }
 step_bench() { "$bin/msccl-bench-cuda"; }
@@ -285,11 +316,11 @@ run() {
   fi
   run_step info 30 step_info
   run_step gpu-quick 60 step_gpu_quick
-  run_step stdlib-cpu 60 step_stdlib_cpu
-  run_step stdlib-run 100 step_stdlib_run
-  run_step sanitizer 90 step_sanitizer
-  run_step bench 90 step_bench
-  run_step golden 120 step_golden
+  run_step stdlib-run 90 step_stdlib_run
+  run_step sanitizer 60 step_sanitizer
+  run_step bench 60 step_bench
+  run_step stdlib-cpu 90 step_stdlib_cpu
+  run_step golden 90 step_golden
 
   {
     echo "# msccl GPU check, commit $(cat "$dir/COMMIT" 2>/dev/null), $(date -u +%FT%TZ)"

@@ -197,6 +197,15 @@ void runCase(runtime::Executor &cpu, runtime::Executor &dev, const plan::Plan &p
   }
   try {
     got = runOn(dev, p, cs);
+  } catch (const runtime::ExecutionError &e) {
+    if (e.kind() == runtime::ErrorKind::Unsupported) { // e.g. more threadblocks than can be co-resident
+      std::printf("skip  %s: the device cannot run it: %s\n", label, e.summary().c_str());
+      ++n.skipped;
+    } else {
+      std::printf("FAIL  %s: %s\n", label, e.what());
+      ++n.failed;
+    }
+    return;
   } catch (const std::exception &e) {
     std::printf("FAIL  %s: %s\n", label, e.what());
     ++n.failed;
@@ -315,7 +324,7 @@ int main(int argc, char **argv) {
   std::printf("# %s\n", dev->description().c_str());
   Counts n;
   for (const fs::path &path : o.plans) runPlan(*cpu, *dev, path, o, n);
-  std::printf("%u passed, %u failed, %u racy (not compared), %u skipped (CPU refused)\n", n.passed, n.failed, n.racy,
+  std::printf("%u passed, %u failed, %u racy (not compared), %u skipped (refused)\n", n.passed, n.failed, n.racy,
               n.skipped);
   return n.failed ? 1 : 0;
 }

@@ -76,6 +76,9 @@ public:
     check(cudaSetDevice(dev), "cudaSetDevice");
     check(cudaMalloc(&p, bytes), "cudaMalloc");
     cudaError_t e = cudaMemset(p, 0, bytes);
+    // cudaMemset runs on the legacy default stream, which kernels on non-blocking streams do
+    // not wait for: the zeros must be in place before anything is launched.
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
     if (e != cudaSuccess) {
       cudaFree(p);
       check(e, "cudaMemset");
@@ -106,7 +109,13 @@ public:
     return a.type == cudaMemoryTypeDevice ? a.device : -1;
   }
   void copy(void *dst, const void *src, size_t bytes) override {
-    if (bytes) check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+    if (!bytes) return;
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+    // From pageable host memory cudaMemcpy may return once the bytes are staged, before they
+    // land; the plan kernels run on non-blocking streams that do not wait for the legacy
+    // stream. (Measured on an H100: without this, plan structs and inputs uploaded just before
+    // a launch were read half-written: illegal memory accesses and wrong results.)
+    check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize (after cudaMemcpy)");
   }
   void copyAsync(int dev, void *dst, const void *src, size_t bytes, DeviceStream stream) override {
     check(cudaSetDevice(dev), "cudaSetDevice");

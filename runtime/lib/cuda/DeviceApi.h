@@ -68,7 +68,9 @@ public:
   virtual void releaseHostMapped(void *ptr) noexcept = 0;
   /// The device whose memory holds `ptr`, or -1 for memory no device owns (host memory).
   virtual int deviceOf(const void *ptr) = 0;
-  /// Synchronous copy between any two addresses (cudaMemcpy, cudaMemcpyDefault).
+  /// Copy between any two addresses (cudaMemcpy, cudaMemcpyDefault) that returns when the
+  /// bytes have landed: a kernel launched afterwards on any stream sees them (cudaMemcpy alone
+  /// does not promise that for pageable sources). Likewise allocate's zeros.
   virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Copy enqueued on `stream` of `dev` (cudaMemcpyAsync, cudaMemcpyDefault). 16-byte aligned
   /// 16-byte units are copied whole, so LL16 packets shipped by the port proxy never tear.
@@ -111,6 +113,9 @@ std::unique_ptr<DeviceApi> makeCudaDeviceApi();
 struct HostDeviceOptions {
   int deviceCount = 8;          ///< emulated devices (an HGX node)
   unsigned threadsPerBlock = 8; ///< host threads per threadblock (1..kMaxThreadsPerBlock)
+  /// Every allocation between two inaccessible pages, so an out-of-bounds access of a kernel
+  /// faults at once (MSCCL_HOST_GUARD_PAGES=1 turns it on).
+  bool guardPages = false;
 };
 /// The host implementation (never throws for want of a GPU).
 std::unique_ptr<DeviceApi> makeHostDeviceApi(const HostDeviceOptions &options = {});

@@ -23,6 +23,9 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace msccl::cuda {
 
 using runtime::ErrorKind;
@@ -108,9 +111,10 @@ public:
   explicit HostDeviceApi(const HostDeviceOptions &o) : options_(o) {
     if (options_.deviceCount < 1) options_.deviceCount = 1;
     options_.threadsPerBlock = std::clamp(options_.threadsPerBlock, 1u, kMaxThreadsPerBlock);
+    if (const char *g = std::getenv("MSCCL_HOST_GUARD_PAGES")) options_.guardPages = std::atoi(g) != 0;
   }
   ~HostDeviceApi() override {
-    for (auto &[p, a] : allocations_) std::free(reinterpret_cast<void *>(p));
+    for (auto &[p, a] : allocations_) release(a, reinterpret_cast<void *>(p));
   }
   std::string_view name() const override { return "host"; }
   int deviceCount() override { return options_.deviceCount; }
@@ -184,15 +188,38 @@ private:
   struct Allocation {
     size_t bytes;
     int device;
+    void *mapping; ///< guard-page mode: the whole mapping (else null)
+    size_t mapped;
   };
+  /// 256-byte aligned (as cudaMalloc), zero-filled. With guard pages (HostDeviceOptions::
+  /// guardPages, MSCCL_HOST_GUARD_PAGES=1) each allocation ends 16-byte aligned right before an
+  /// inaccessible page and starts right after one, so a kernel that reads or writes past either
+  /// end of a buffer faults at once (the host's memcheck).
   void *alloc(int dev, size_t bytes) {
-    bytes = (std::max<size_t>(bytes, 16) + 255) / 256 * 256;
-    void *p = std::aligned_alloc(256, bytes);
+    bytes = std::max<size_t>(bytes, 16);
+    void *p = nullptr;
+    size_t mapped = 0;
+    if (options_.guardPages) {
+      const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + 15) / 16 * 16;
+      mapped = (body + page - 1) / page * page + 2 * page;
+      char *m = static_cast<char *>(mmap(nullptr, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      if (m == MAP_FAILED) m = nullptr;
+      if (m && mprotect(m + page, mapped - 2 * page, PROT_READ | PROT_WRITE) == 0) {
+        p = m + mapped - page - body; // the end touches the upper guard page
+        std::lock_guard<std::mutex> l(m_);
+        allocations_[reinterpret_cast<uintptr_t>(p)] = {body, dev, m, mapped};
+        return p; // mmap's pages are zero
+      }
+      if (m) munmap(m, mapped);
+      throw ExecutionError(ErrorKind::Backend, "host device: cannot map " + std::to_string(mapped) + " bytes");
+    }
+    bytes = (bytes + 255) / 256 * 256;
+    p = std::aligned_alloc(256, bytes);
     if (!p)
       throw ExecutionError(ErrorKind::Backend, "host device: cannot allocate " + std::to_string(bytes) + " bytes");
     std::memset(p, 0, bytes);
     std::lock_guard<std::mutex> l(m_);
-    allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, dev};
+    allocations_[reinterpret_cast<uintptr_t>(p)] = {bytes, dev, nullptr, 0};
     return p;
   }
   void free(void *ptr) noexcept {
@@ -200,8 +227,12 @@ private:
     std::lock_guard<std::mutex> l(m_);
     auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
     if (it == allocations_.end()) return;
+    release(it->second, ptr);
     allocations_.erase(it);
-    std::free(ptr);
+  }
+  static void release(const Allocation &a, void *ptr) {
+    if (a.mapping) munmap(a.mapping, a.mapped);
+    else std::free(ptr);
   }
 
   HostDeviceOptions options_;
