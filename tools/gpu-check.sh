@@ -30,8 +30,9 @@ die() { echo "gpu-check: $*" >&2; exit 2; }
 # ------------------------------------------------------------------------------------------
 
 # The stdlib matrix that travels: algorithm, plan label, -D defines, msccl-run arguments.
-# Every algorithm at 2, 4 and 8 ranks (the hierarchical and multi-node ones at 2 and 4 ranks per
-# node), Simple and LL, several data types.
+# Every algorithm at 2, 4 and 8 ranks (the hierarchical and multi-node ones as 2 nodes of 1, 2
+# nodes of 2, 4 nodes of 2 and 2 nodes of 4), Simple and LL (LL16, and LL8 where named), several
+# data types.
 stdlib_matrix() {
   local r
   for r in 2 4 8; do
@@ -53,7 +54,7 @@ stdlib_matrix() {
     echo "sendrecv/pairs r$r ranks=$r,ranks_per_node=$r -d float32"
   done
   echo "sendrecv/pairs r2-port ranks=2,ranks_per_node=1 -d float32"
-  for s in 4x2 8x4 8x2; do
+  for s in 2x1 4x2 8x4 8x2; do
     local n=${s%x*} p=${s#*x}
     echo "allreduce/hierarchical n$s ranks=$n,ranks_per_node=$p -d float32"
     echo "allgather/hierarchical n$s ranks=$n,ranks_per_node=$p -d int32"

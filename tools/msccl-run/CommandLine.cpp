@@ -40,7 +40,8 @@ struct CommandLine {
                                     cl::value_desc("dir"), cl::cat(Cat)};
   cl::opt<std::string> backend{"backend",
                                cl::desc("Executor backend: cpu, sim (performance model, see --topology), or when "
-                                        "built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU)"),
+                                        "built cuda, cuda-virtual (all ranks on GPU 0), cuda-gpus (one rank per GPU), "
+                                        "cuda-host, cuda-host-gpus (the CUDA executor's device code on host threads)"),
                                cl::init("cpu"), cl::cat(Cat)};
   cl::opt<std::string> minBytes{"b", cl::desc("Smallest message size (bytes; K/M/G suffixes)"), cl::init(""),
                                 cl::cat(Cat)};

@@ -16,6 +16,10 @@
 // the runtime's reason, except the release/destroy methods, which never throw (teardown).
 // Sizes are bytes.
 //
+// Not yet here: IPC / export handles and multicast objects; they come with the process-per-rank
+// CUDA path and NVLS switch channels, which are the first users (today all ranks live in one
+// process, and switch channels are emulated with peer loads and stores).
+//
 // Mirrors the subset of the CUDA runtime API that MSCCL++'s executor uses
 // (mscclpp src/core/executor/executor.cc, src/core/port_channel.cc); NCCL's src/include/cudawrap.h
 // plays the same role for NCCL.
