@@ -9,6 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build-cov}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSCCL_DEVICE_COVERAGE=ON >/dev/null
+build=$(cd "$build" && pwd)
 cmake --build "$build" --target msccl_cuda_gpu_tests msccl_cuda_proxy_tests msccl-run mscclc >/dev/null
 obj=$(dirname "$(find "$build" -name 'HostKernel.cpp.o' | head -1)")
 find "$build" -name '*.gcda' -delete
