@@ -63,45 +63,54 @@ namespace msccl::cuda::detail {
 void wakeHostWaiters(const void *word) { dev::wakeWord(word); }
 
 // Workers park on `generation` (an atomic wait, a futex: one wake-up call starts them all,
-// with no lock to contend for); the launch parameters are published before the generation
-// changes (release) and read after it (acquire). The last thread to finish wakes the launcher.
+// with no lock to contend for). The launch parameters are written before the generation changes
+// (release) and read after it (acquire), and only once every worker has acknowledged the previous
+// launch (`acked`: participants after running, the others once they have seen the parameters),
+// so no worker ever reads parameters while they are rewritten. A worker started for a launch
+// waits for the next generation, never an earlier one. The last participant to finish wakes the
+// launcher.
 struct HostKernelRunner::Impl {
   std::atomic<uint64_t> generation{0};
-  std::atomic<unsigned> remaining{0};
+  std::atomic<unsigned> remaining{0}, acked{0};
   std::atomic<bool> stop{false};
-  // The current launch (written before `generation` changes).
+  // The current launch (written by run() only while no worker reads them; see above).
   DevLaunch launch;
   unsigned numBlocks = 0, threads = 0;
+  std::atomic<unsigned> ackTarget{0}; ///< workers that acknowledge the current generation
   std::vector<std::unique_ptr<dev::HostBlock>> blocks;
   std::vector<pthread_t> workers;
 
   struct Arg {
     Impl *self;
     unsigned index;
+    uint64_t seen; ///< the generation current when the worker was started
   };
   std::vector<std::unique_ptr<Arg>> args;
 
   static void *main(void *p) {
     Arg *a = static_cast<Arg *>(p);
-    a->self->loop(a->index);
+    a->self->loop(a->index, a->seen);
     return nullptr;
   }
 
-  void loop(unsigned index) {
-    uint64_t seen = 0;
+  void loop(unsigned index, uint64_t seen) {
     for (;;) {
       uint64_t g;
       while ((g = generation.load(std::memory_order_acquire)) == seen) generation.wait(seen, std::memory_order_acquire);
       seen = g;
       if (stop.load(std::memory_order_acquire)) return;
-      if (index >= numBlocks * threads) continue; // not part of this launch
-      const unsigned b = index / threads, t = index % threads;
-      dev::blockIdx.x = b;
-      dev::threadIdx.x = t;
-      dev::blockDim.x = threads;
-      dev::tlsBlock = blocks[b].get();
-      dev::planKernel(launch);
-      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining.notify_all();
+      const unsigned T = threads, b = index / T, t = index % T;
+      const bool mine = index < numBlocks * T;
+      if (mine) {
+        dev::blockIdx.x = b;
+        dev::threadIdx.x = t;
+        dev::blockDim.x = T;
+        dev::tlsBlock = blocks[b].get();
+        dev::planKernel(launch);
+        if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining.notify_all();
+      }
+      if (acked.fetch_add(1, std::memory_order_acq_rel) + 1 == ackTarget.load(std::memory_order_relaxed))
+        acked.notify_all();
     }
   }
 
@@ -110,7 +119,7 @@ struct HostKernelRunner::Impl {
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     while (workers.size() < n) {
-      args.push_back(std::make_unique<Arg>(Arg{this, (unsigned)workers.size()}));
+      args.push_back(std::make_unique<Arg>(Arg{this, (unsigned)workers.size(), generation.load(std::memory_order_acquire)}));
       pthread_t th;
       int e = pthread_create(&th, &attr, &Impl::main, args.back().get());
       if (e != 0) {
@@ -138,6 +147,10 @@ HostKernelRunner::~HostKernelRunner() {
 void HostKernelRunner::run(const DevLaunch &launch, unsigned numBlocks, unsigned threads) {
   if (numBlocks == 0 || threads == 0) return;
   Impl &I = *impl_;
+  // Every worker has acknowledged the previous launch: its parameters are free to rewrite.
+  unsigned a;
+  while ((a = I.acked.load(std::memory_order_acquire)) != I.ackTarget.load(std::memory_order_relaxed))
+    I.acked.wait(a, std::memory_order_acquire);
   I.grow(numBlocks * threads);
   if (I.blocks.size() != numBlocks || I.threads != threads) { // barriers are reused between launches
     I.blocks.clear();
@@ -146,6 +159,8 @@ void HostKernelRunner::run(const DevLaunch &launch, unsigned numBlocks, unsigned
   I.launch = launch;
   I.numBlocks = numBlocks;
   I.threads = threads;
+  I.ackTarget.store((unsigned)I.workers.size(), std::memory_order_relaxed);
+  I.acked.store(0, std::memory_order_relaxed);
   I.remaining.store(numBlocks * threads, std::memory_order_relaxed);
   I.generation.fetch_add(1, std::memory_order_acq_rel);
   I.generation.notify_all();
