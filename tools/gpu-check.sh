@@ -124,7 +124,8 @@ bundle() {
   build=${BUILD_DIR:-$root/build}
   [[ -f $build/CMakeCache.txt ]] || die "no build in $build: configure it first (tools/quickstart.sh demo, or cmake -S . -B build -G Ninja)"
   grep -q '^MSCCL_HAVE_CUDA:INTERNAL=ON' "$build/CMakeCache.txt" || die "the build in $build has no CUDA executor (no CUDA toolkit found?)"
-  grep -q '^CMAKE_CUDA_ARCHITECTURES:.*90' "$build/CMakeCache.txt" || die "the build in $build has no sm_90 code (CMAKE_CUDA_ARCHITECTURES)"
+  grep -Eq '^MSCCL_CUDA_ARCHITECTURES:INTERNAL=(.*;)?90' "$build/CMakeCache.txt" ||
+    die "the build in $build has no sm_90 code (CMAKE_CUDA_ARCHITECTURES: $(sed -n 's/^MSCCL_CUDA_ARCHITECTURES:INTERNAL=//p' "$build/CMakeCache.txt"))"
   cmake --build "$build" --target mscclc msccl-run msccl_cuda_gpu_tests msccl-bench-cuda >/dev/null ||
     die "building the bundle's programs failed (cmake --build $build)"
 
