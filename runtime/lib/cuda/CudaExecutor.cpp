@@ -56,7 +56,6 @@ public:
       HostDeviceOptions h;
       h.deviceCount = options_.hostDevices;
       h.threadsPerBlock = options_.hostThreadsPerBlock;
-      if (const char *t = std::getenv("MSCCL_HOST_THREADS_PER_BLOCK")) h.threadsPerBlock = (unsigned)std::atoi(t);
       api_ = makeHostDeviceApi(h);
     } else {
       try {
@@ -68,7 +67,6 @@ public:
     numDevices_ = api_->deviceCount();
     if (const char *t = std::getenv("MSCCL_CUDA_TIMEOUT")) options_.waitTimeoutSeconds = std::atof(t);
   }
-  ~CudaExecutor() override { context_.reset(); } // before the device layer it uses
 
   std::string_view name() const override {
     const bool host = options_.device == DeviceKind::Host;
@@ -118,7 +116,7 @@ private:
   void checkAbort();
 
   CudaOptions options_;
-  std::unique_ptr<DeviceApi> api_;
+  std::unique_ptr<DeviceApi> api_; ///< declared before context_: destroyed after the context that uses it
   int numDevices_ = 0;
   std::unique_ptr<Context> context_;
 };

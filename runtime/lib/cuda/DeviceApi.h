@@ -116,7 +116,9 @@ std::unique_ptr<DeviceApi> makeCudaDeviceApi();
 /// Options of the host implementation.
 struct HostDeviceOptions {
   int deviceCount = 8;          ///< emulated devices (an HGX node)
-  unsigned threadsPerBlock = 8; ///< host threads per threadblock (1..kMaxThreadsPerBlock)
+  /// Host threads per threadblock (1..kMaxThreadsPerBlock; MSCCL_HOST_THREADS_PER_BLOCK
+  /// overrides it).
+  unsigned threadsPerBlock = 8;
   /// Every allocation between two inaccessible pages, so an out-of-bounds access of a kernel
   /// faults at once (MSCCL_HOST_GUARD_PAGES=1 turns it on).
   bool guardPages = false;

@@ -110,8 +110,10 @@ class HostDeviceApi final : public DeviceApi {
 public:
   explicit HostDeviceApi(const HostDeviceOptions &o) : options_(o) {
     if (options_.deviceCount < 1) options_.deviceCount = 1;
-    options_.threadsPerBlock = std::clamp(options_.threadsPerBlock, 1u, kMaxThreadsPerBlock);
+    // The environment overrides the options (as MSCCL_CUDA_TIMEOUT overrides the executor's).
+    if (const char *t = std::getenv("MSCCL_HOST_THREADS_PER_BLOCK")) options_.threadsPerBlock = (unsigned)std::atoi(t);
     if (const char *g = std::getenv("MSCCL_HOST_GUARD_PAGES")) options_.guardPages = std::atoi(g) != 0;
+    options_.threadsPerBlock = std::clamp(options_.threadsPerBlock, 1u, kMaxThreadsPerBlock);
   }
   ~HostDeviceApi() override {
     for (auto &[p, a] : allocations_) release(a, reinterpret_cast<void *>(p));
