@@ -8,7 +8,9 @@
 #                                   part of the base system, into one self-contained folder
 #                                   (<= 60 MiB) with a `run` entry point.
 #   tools/gpu-check.sh plans DIR MSCCLC  only the stdlib matrix, compiled with MSCCLC into DIR
-#                                   (the device-host tests run the same plans on host threads).
+#                                   (the device-host tests run the same plans on host threads);
+#   tools/gpu-check.sh verify DIR MSCCL_RUN BACKEND  every plan of that matrix through msccl-run
+#                                   on BACKEND, verified (the check's stdlib-run step).
 #   DIR/run                         on the GPU machine (needs only a driver; no compiler, no
 #   tools/gpu-check.sh run DIR      Debian packages, no network): prints what the machine has,
 #                                   then runs each step under its own timeout within a total
@@ -202,7 +204,7 @@ run_step() {
   ((limit > left)) && limit=$left
   local t0=$(date +%s) rc
   echo "== $name (timeout ${limit}s)"
-  timeout -k 5 "$limit" bash -c "$(declare -f "$fn" device_tests reference_plans); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
+  timeout -k 5 "$limit" bash -c "$(declare -f "$fn" device_tests reference_plans verify_plans); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
     >"$OUT/$name.log" 2>&1
   rc=$?
   local took=$(($(date +%s) - t0)) result
@@ -277,22 +279,26 @@ step_golden() { device_tests $(reference_plans); }
 # The stdlib plans against the CPU executor, bitwise, every data type and reduce operator
 # (AllToAllV plans need counts: msccl-run covers them).
 step_stdlib_cpu() { device_tests $(ls "$dir"/plans/stdlib/*.json | grep -v alltoallv); }
-# Every stdlib plan through msccl-run on cuda-virtual, verified, in place and out of place
-# (four processes at a time).
-step_stdlib_run() {
-  local failed=0 total=0
-  while IFS=$'\t' read -r name json args; do echo "$name $json $args"; done \
-    <"$dir/plans/stdlib.tsv" >/tmp/gpu-check-stdlib-run.cases
+# verify_plans DIR MSCCL_RUN BACKEND: every plan of DIR/stdlib.tsv through msccl-run on BACKEND,
+# verified over its manifest sizes, four at a time; one line per plan, then a summary; fails
+# when any plan fails.
+verify_plans() {
+  local pdir=$1 msccl_run=$2 backend=$3 tmp
+  tmp=$(mktemp -d)
+  while IFS=$'\t' read -r name json args; do echo "$name $json $args"; done <"$pdir/stdlib.tsv" >"$tmp/cases"
   xargs -P 4 -L 1 bash -c 'n=$0 j=$1; shift 1
-    if out=$("'"$bin"'/msccl-run" "'"$dir"'/plans/$j" --backend ${GPU_CHECK_BACKEND:-cuda-virtual} -n 2 -w 1 --check "$@" 2>&1); then
+    if out=$("'"$msccl_run"'" "'"$pdir"'/$j" --backend '"$backend"' -n 2 -w 1 --check "$@" 2>&1); then
       echo "ok   $n"; else echo "FAIL $n: $(echo "$out" | tail -3 | tr "\n" " ")"; echo "$out" | sed "s/^/     /" | tail -20; fi' \
-    </tmp/gpu-check-stdlib-run.cases | tee /tmp/gpu-check-stdlib-run.results
-  total=$(grep -c '^ok\|^FAIL' /tmp/gpu-check-stdlib-run.results)
-  failed=$(grep -c '^FAIL' /tmp/gpu-check-stdlib-run.results)
+    <"$tmp/cases" | tee "$tmp/results"
+  local total failed
+  total=$(grep -c '^ok\|^FAIL' "$tmp/results")
+  failed=$(grep -c '^FAIL' "$tmp/results")
   echo "$((total - failed)) passed, $failed failed of $total runs"
-  rm -f /tmp/gpu-check-stdlib-run.cases /tmp/gpu-check-stdlib-run.results
+  rm -rf "$tmp"
   ((failed == 0))
 }
+# Every stdlib plan through msccl-run on cuda-virtual, verified.
+step_stdlib_run() { verify_plans "$dir/plans" "$bin/msccl-run" "${GPU_CHECK_BACKEND:-cuda-virtual}"; }
 step_sanitizer() {
   local rc=0 p=$dir/plans/stdlib
   compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/msccl-run" "$p/allreduce_ring_r4_in.json" \
@@ -353,6 +359,7 @@ run() {
 case ${1:-} in
   bundle) shift; bundle "$@" ;;
   plans) shift; [[ $# -eq 2 ]] || die "usage: $0 plans DIR MSCCLC"; compile_plans "$@" ;;
+  verify) shift; [[ $# -eq 3 ]] || die "usage: $0 verify DIR MSCCL_RUN BACKEND"; verify_plans "$@" ;;
   run) shift; run "$@" ;;
-  *) die "usage: $0 bundle DIR | plans DIR MSCCLC | run DIR" ;;
+  *) die "usage: $0 bundle DIR | plans DIR MSCCLC | verify DIR MSCCL_RUN BACKEND | run DIR" ;;
 esac
