@@ -224,15 +224,8 @@ void runCase(runtime::Executor &cpu, runtime::Executor &dev, const plan::Plan &p
 }
 
 /// Every case of one plan.
-void runPlan(runtime::Executor &cpu, runtime::Executor &dev, const fs::path &path, const Options &o, Counts &n) {
-  plan::Plan p;
-  try {
-    p = plan::readPlanFile(path.string());
-  } catch (const std::exception &e) {
-    std::printf("FAIL  %s: cannot read: %s\n", path.filename().c_str(), e.what());
-    ++n.failed;
-    return;
-  }
+void runPlan(runtime::Executor &cpu, runtime::Executor &dev, const fs::path &path, const plan::Plan &p, const Options &o,
+             Counts &n) {
   const plan::Gpu &g0 = p.gpus[0];
   const uint64_t A = p.bufferAlignment;
   const uint64_t most = std::max<uint64_t>({g0.inputChunks, g0.outputChunks, g0.scratchChunks, 1});
@@ -303,6 +296,16 @@ int main(int argc, char **argv) {
       return 77;
     }
   }
+  Counts n;
+  std::vector<std::pair<fs::path, plan::Plan>> plans;
+  for (const fs::path &path : o.plans) {
+    try {
+      plans.emplace_back(path, plan::readPlanFile(path.string()));
+    } catch (const std::exception &e) {
+      std::printf("FAIL  %s: cannot read: %s\n", path.filename().c_str(), e.what());
+      ++n.failed;
+    }
+  }
   runtime::CpuExecutorOptions co;
   co.raceCheck = true;
   auto cpu = runtime::makeCpuExecutor(co);
@@ -312,18 +315,11 @@ int main(int argc, char **argv) {
   opt.hostThreadsPerBlock = o.threads;
   opt.hostDevices = 8;
   if (o.host && o.gpus) // one emulated device per rank of the largest plan
-    for (const fs::path &path : o.plans) {
-      try {
-        opt.hostDevices = std::max<int>(opt.hostDevices, (int)plan::readPlanFile(path.string()).gpus.size());
-      } catch (const std::exception &) {
-        // reported by runPlan
-      }
-    }
+    for (const auto &[path, p] : plans) opt.hostDevices = std::max<int>(opt.hostDevices, (int)p.gpus.size());
   opt.waitTimeoutSeconds = 10;
   auto dev = cuda::makeCudaExecutor(opt);
   std::printf("# %s\n", dev->description().c_str());
-  Counts n;
-  for (const fs::path &path : o.plans) runPlan(*cpu, *dev, path, o, n);
+  for (const auto &[path, p] : plans) runPlan(*cpu, *dev, path, p, o, n);
   std::printf("%u passed, %u failed, %u racy (not compared), %u skipped (refused)\n", n.passed, n.failed, n.racy,
               n.skipped);
   return n.failed ? 1 : 0;
