@@ -274,6 +274,7 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
       rc.reuseSlotBytes = s.lowered.reuseSlotBytes;
       rc.remoteBases = s.remoteBases;
       rc.remoteScratchHalf = s.remoteScratchHalf;
+      rc.numRemoteBuffers = s.lowered.numRemoteBuffers;
       rc.remoteTypes = s.remoteTypes;
       rc.memoryChannels = s.memoryChannels;
       rc.portChannels = s.portChannels;

@@ -25,6 +25,7 @@
 //   globalTimer                                                   %globaltimer (ns)
 //   spinPause(n, word, seen, nsLeft), kSpinsPerTimerCheck         bounded spinning (Waiter)
 //   vadd4/vminu4/vmaxu4, wordAsFloat/floatAsWord, min/max         reduction lanes
+//   blockSharedBytes<N>, copyWord8                                 shared memory of the block
 //
 // Mirrors: mscclpp include/mscclpp/{atomic_device,poll_device,packet_device}.hpp; NCCL's
 // src/device/op128.h.
@@ -38,6 +39,7 @@
 
 #define MSCCL_NOINLINE __noinline__
 #define MSCCL_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define MSCCL_UNROLL _Pragma("unroll")
 
 namespace msccl::cuda::dev {
 
@@ -95,6 +97,18 @@ __device__ __forceinline__ uint64_t globalTimer() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+// --- Shared memory of the block -------------------------------------------------------------
+/// N bytes (16-byte aligned) that every thread of the block sees at the same address
+/// (static __shared__ memory; one array per N).
+template <unsigned N> __device__ __forceinline__ void *blockSharedBytes() {
+  __shared__ alignas(16) unsigned char bytes[N];
+  return bytes;
+}
+/// Word i (8 bytes) of `src` to word i of `dst` (both 8-byte aligned).
+__device__ __forceinline__ void copyWord8(void *dst, const void *src, uint64_t i) {
+  static_cast<uint64_t *>(dst)[i] = static_cast<const uint64_t *>(src)[i];
 }
 
 // --- LL packets -------------------------------------------------------------------------
@@ -156,6 +170,7 @@ __device__ __forceinline__ uint32_t floatAsWord(float f) { return __float_as_uin
 #endif
 #define MSCCL_NOINLINE __attribute__((noinline))
 #define MSCCL_LAUNCH_BOUNDS(n)
+#define MSCCL_UNROLL
 
 // The host build's device code lives in msccl::cuda::host_threads::dev (an inline namespace:
 // the source still says msccl::cuda::dev), so its symbols never meet the ones nvcc's host pass
@@ -176,6 +191,8 @@ struct HostDim3 {
 struct HostBlock {
   explicit HostBlock(unsigned threads) : barrier(threads) {}
   std::barrier<> barrier;
+  static constexpr unsigned kSharedBytes = 16384; ///< what blockSharedBytes may hand out
+  alignas(64) unsigned char shared[kSharedBytes];
 };
 inline thread_local HostDim3 threadIdx, blockIdx, blockDim;
 inline thread_local HostBlock *tlsBlock = nullptr;
@@ -233,6 +250,15 @@ inline void fenceSys() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline uint64_t globalTimer() {
   return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// --- Shared memory of the block: HostBlock::shared ------------------------------------------
+template <unsigned N> inline void *blockSharedBytes() {
+  static_assert(N <= HostBlock::kSharedBytes, "HostBlock::kSharedBytes is too small");
+  return tlsBlock->shared;
+}
+inline void copyWord8(void *dst, const void *src, uint64_t i) {
+  std::memcpy(static_cast<char *>(dst) + 8 * i, static_cast<const char *>(src) + 8 * i, 8);
 }
 
 // --- LL packets: one atomic unit each (a packet is never seen half written) ---------------

@@ -41,10 +41,28 @@ struct Window {
   bool on = false;
 };
 
+/// What one block keeps in shared memory (filled at the start of every launch): its rank's
+/// context always; its ops, its entries and the rank's remote buffer bases when they fit
+/// (otherwise those are read from global memory). Every op reads its descriptor, its entries
+/// and the bases they name, and each PTX primitive's "memory" clobber makes the compiler
+/// re-read them: from shared memory that costs a few cycles instead of an L2 round trip.
+constexpr unsigned kCachedOps = 64, kCachedEntries = 256, kCachedRemotes = 64;
+struct BlockCache {
+  DevRankContext rc;
+  DevOp ops[kCachedOps];
+  DevEntry entries[kCachedEntries];
+  char *remoteBases[kCachedRemotes];
+  uint64_t remoteScratchHalf[kCachedRemotes];
+};
+static_assert(sizeof(DevRankContext) % 8 == 0 && sizeof(DevOp) % 8 == 0 && sizeof(DevEntry) % 8 == 0, "word copies");
+
 /// Per-thread interpreter state of one block.
 struct Exec {
   const DevRankContext *R;
-  const DevEntry *entries;
+  const DevEntry *entries; // entry e of an op is entries[e - entryBias]
+  uint32_t entryBias;
+  char *const *remoteBases;
+  const uint64_t *remoteScratchHalf;
   char *input, *output, *scratch; // scratch includes SO
   uint64_t so;
   uint64_t slot; // reuse_resources SC (0 = off)
@@ -54,9 +72,11 @@ struct Exec {
   bool ll16;
   Waiter w;
 
+  /// The src entries of `op`, then its dst entries.
+  __device__ const DevEntry *opEntries(const DevOp &op) const { return entries + (op.entryBegin - entryBias); }
   /// SO of the owner of remote entry `e` (0 unless its scratch on an even launch).
-  __device__ uint64_t remoteSo(const DevEntry &e) const { return even ? R->remoteScratchHalf[e.id] : 0; }
-  __device__ char *remoteBase(const DevEntry &e) const { return R->remoteBases[e.id] + remoteSo(e); }
+  __device__ uint64_t remoteSo(const DevEntry &e) const { return even ? remoteScratchHalf[e.id] : 0; }
+  __device__ char *remoteBase(const DevEntry &e) const { return remoteBases[e.id] + remoteSo(e); }
   __device__ char *memberBase(const DevEntry &e, int m) const {
     const DevSwitchChannel &sc = R->switchChannels[e.id];
     return sc.bases[m] + (even ? sc.scratchHalf[m] : 0);
@@ -174,7 +194,7 @@ __device__ void semOp(Exec &x, const DevOp &op) {
 
 /// put / pws / pwsf / get / copy / gstore over memory (or local) pointers.
 __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
-  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const OpType t = (OpType)op.type;
   uint64_t so, sl, dof, dl;
   if (t == OpType::Copy || t == OpType::MultiStore) {
@@ -214,7 +234,7 @@ __device__ void copyOp(Exec &x, const DevOp &op, const Window &win) {
 /// put / pws / pwsf / ppkt over port channels: thread i (mod blockDim.x) pushes the request of
 /// pair i.
 __device__ void portPutOne(Exec &x, const DevOp &op, const Window &win, unsigned i) {
-  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const OpType t = (OpType)op.type;
   uint64_t so, sl, dof, dl;
   const bool srcScratch = src[i].bufferType == (uint8_t)BufferType::Scratch;
@@ -258,7 +278,7 @@ template <bool LL16> struct PacketReduceCall {
 
 /// re / res / rre / rres / glres / glre: sources folded left to right into every destination.
 __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
-  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const char *s[kMaxPtrs];
   char *d[kMaxPtrs];
   int ns = 0, nd = 0;
@@ -294,7 +314,7 @@ __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
 // --- Packet ops ---------------------------------------------------------------------------
 
 template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
-  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const OpType t = (OpType)op.type;
   auto pkt = [&](const DevEntry &e) { return x.base(e) + 2 * e.offset; };
   auto plainAt = [&](const DevEntry &e) { return x.base(e) + e.offset; };
@@ -309,15 +329,22 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
     io.pktSrc[io.nPktSrc++] = pkt(src[0]);
     io.plainDst = plainAt(dst[0]);
     break;
-  case OpType::PutPackets: // memory: pairs (plain src[i] -> packets at peer dst[i])
-    for (int i = 0; i < op.nDst; ++i) {
-      PacketIo p;
-      p.payloadBytes = src[i].length;
-      p.plainSrc = plainAt(src[i]);
-      p.pktDst[p.nPktDst++] = pkt(dst[i]);
-      packetLoop<LL16>(x.w, p, x.flag, NoCombine());
+  case OpType::PutPackets: { // memory: pairs (plain src[i] -> packets at peer dst[i])
+    // The packets of all pairs as one index space over the block's threads: a small put to
+    // each of many peers (an LL AllReduce's first step) takes one round, not one per peer.
+    using P = Packet<LL16>;
+    uint64_t total = 0;
+    for (int i = 0; i < op.nDst; ++i) total += src[i].length / P::kPayload;
+    for (uint64_t t = threadIdx.x; t < total; t += blockDim.x) {
+      uint64_t k = t;
+      int i = 0;
+      for (uint64_t c; k >= (c = src[i].length / P::kPayload); ++i) k -= c;
+      uint32_t d0, d1;
+      P::loadPlain(plainAt(src[i]), k, d0, d1);
+      P::write(pkt(dst[i]), k, x.flag, d0, d1);
     }
     return;
+  }
   case OpType::ReadPutPackets:
     io.pktSrc[io.nPktSrc++] = pkt(src[0]);
     for (int k = 0; k < op.nDst; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
@@ -343,7 +370,7 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
 
 /// rppkt over port: wait for every packet of src[0], then thread j ships the raw packet region.
 template <bool LL16> __device__ void portReadPutPacketsT(Exec &x, const DevOp &op) {
-  const DevEntry *src = x.entries + op.entryBegin, *dst = src + op.nSrc;
+  const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   packetWaitAll<LL16>(x.w, x.base(src[0]) + 2 * src[0].offset, src[0].length, x.flag);
   __syncthreads();
   const uint64_t so = 2 * src[0].offset + (src[0].bufferType == (uint8_t)BufferType::Scratch ? x.so : 0);
@@ -390,12 +417,32 @@ __device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
   }
 }
 
+/// n bytes (a multiple of 8) from global memory to shared memory, striped over the block.
+__device__ void loadToShared(void *dst, const void *src, uint64_t n) {
+  for (uint64_t i = threadIdx.x; i < n / 8; i += blockDim.x) copyWord8(dst, src, i);
+}
+
 __global__ void MSCCL_LAUNCH_BOUNDS(kMaxThreadsPerBlock) planKernel(DevLaunch L) {
   const DevThreadblock tb = L.threadblocks[blockIdx.x];
-  const DevRankContext *R = L.ranks + tb.rankSlot;
+  BlockCache &C = *static_cast<BlockCache *>(blockSharedBytes<sizeof(BlockCache)>());
+  loadToShared(&C.rc, L.ranks + tb.rankSlot, sizeof(DevRankContext));
+  __syncthreads();
+  const DevRankContext *R = &C.rc;
+  const bool opsFit = tb.nOps <= kCachedOps, entriesFit = tb.nEntries <= kCachedEntries,
+             remotesFit = R->numRemoteBuffers <= kCachedRemotes;
+  if (opsFit) loadToShared(C.ops, R->ops + tb.opBegin, (uint64_t)tb.nOps * sizeof(DevOp));
+  if (entriesFit) loadToShared(C.entries, R->entries + tb.entryBegin, (uint64_t)tb.nEntries * sizeof(DevEntry));
+  if (remotesFit) {
+    loadToShared(C.remoteBases, R->remoteBases, (uint64_t)R->numRemoteBuffers * sizeof(char *));
+    loadToShared(C.remoteScratchHalf, R->remoteScratchHalf, (uint64_t)R->numRemoteBuffers * sizeof(uint64_t));
+  }
+  __syncthreads();
   Exec x;
   x.R = R;
-  x.entries = R->entries;
+  x.entries = entriesFit ? C.entries : R->entries;
+  x.entryBias = entriesFit ? tb.entryBegin : 0;
+  x.remoteBases = remotesFit ? C.remoteBases : R->remoteBases;
+  x.remoteScratchHalf = remotesFit ? C.remoteScratchHalf : R->remoteScratchHalf;
   x.even = L.flag % 2 == 0;
   x.so = x.even ? R->scratchHalf : 0;
   x.slot = R->reuseSlotBytes;
@@ -409,7 +456,7 @@ __global__ void MSCCL_LAUNCH_BOUNDS(kMaxThreadsPerBlock) planKernel(DevLaunch L)
   x.w.timeoutNs = L.timeoutNs;
   x.w.rank = R->rank;
   x.w.tbId = tb.tbId;
-  const DevOp *ops = R->ops + tb.opBegin;
+  const DevOp *ops = opsFit ? C.ops : R->ops + tb.opBegin;
   for (uint32_t i = 0; i < tb.nOps;) {
     const DevOp &op = ops[i];
     x.w.opIndex = i;

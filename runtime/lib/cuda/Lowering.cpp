@@ -91,12 +91,14 @@ private:
       DevThreadblock &d = out_.threadblocks[b];
       d.tbId = b;
       d.opBegin = out_.ops.size();
+      d.entryBegin = out_.entries.size();
       for (const rt::LoweredOp &op : byId[b]->ops) {
         path_ = op.path;
         lowerOp(op);
       }
       path_.clear();
       d.nOps = out_.ops.size() - d.opBegin;
+      d.nEntries = out_.entries.size() - d.entryBegin;
       if (d.nOps > kMaxOpsPerThreadblock) fail("threadblock " + std::to_string(b) + " has more than 65535 ops");
     }
   }

@@ -87,8 +87,12 @@ struct DevThreadblock {
   uint32_t nOps = 0;
   uint32_t rankSlot = 0; ///< index of the DevRankContext (set by the executor)
   uint32_t tbId = 0;     ///< the plan's threadblock id (for diagnostics)
+  /// entries[entryBegin .. +nEntries) hold every entry of this threadblock's ops (the kernel
+  /// copies them, with the ops, into shared memory when they fit).
+  uint32_t entryBegin = 0;
+  uint32_t nEntries = 0;
 };
-static_assert(sizeof(DevThreadblock) == 16, "DevThreadblock layout");
+static_assert(sizeof(DevThreadblock) == 24, "DevThreadblock layout");
 
 /// LL packet width (a run-time choice; spec plan#7.1).
 enum class PacketType : uint8_t { LL16 = 0, LL8 = 1 };
@@ -183,7 +187,7 @@ struct DevRankContext {
   uint64_t *barrierCounters = nullptr; ///< kMaxBarriers counters, monotonic across launches
   DevFifo fifo;
   uint32_t rank = 0;
-  uint32_t reserved = 0;
+  uint32_t numRemoteBuffers = 0; ///< entries of remoteBases / remoteScratchHalf / remoteTypes
 };
 
 /// Kernel arguments of one launch.
