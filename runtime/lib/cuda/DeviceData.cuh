@@ -115,14 +115,6 @@ template <bool LL16> struct Packet {
     }
     return true;
   }
-  /// One load of packet i: true (and its payload) when it already carries `flag`.
-  __device__ static bool tryRead(const char *region, uint64_t i, uint32_t flag, uint32_t &d0, uint32_t &d1) {
-    const char *p = region + i * kBytes;
-    uint32_t seen;
-    if constexpr (LL16) return tryLoadLL16(p, flag, d0, d1, seen);
-    d1 = 0;
-    return tryLoadLL8(p, flag, d0, seen);
-  }
   __device__ static void write(char *region, uint64_t i, uint32_t flag, uint32_t d0, uint32_t d1) {
     if constexpr (LL16) storeLL16(region + i * kBytes, d0, d1, flag);
     else storeLL8(region + i * kBytes, d0, flag);
@@ -154,22 +146,11 @@ __device__ void packetLoop(Waiter &w, const PacketIo &io, uint32_t flag, C cmb) 
   for (uint64_t i = threadIdx.x; i < cnt; i += blockDim.x) {
     uint32_t a0 = 0, a1 = 0;
     bool have = false;
-    // Up to kBatch sources at a time: their first loads are issued back to back (one memory
-    // round trip for all, not one each), then only the packets not yet there are waited for.
-    constexpr int kBatch = 8;
-    for (int g = 0; g < io.nPktSrc; g += kBatch) {
-      uint32_t b0[kBatch], b1[kBatch];
-      bool ready[kBatch];
-      MSCCL_UNROLL
-      for (int u = 0; u < kBatch; ++u)
-        if (g + u < io.nPktSrc) ready[u] = P::tryRead(io.pktSrc[g + u], i, flag, b0[u], b1[u]);
-      MSCCL_UNROLL
-      for (int u = 0; u < kBatch; ++u) {
-        if (g + u >= io.nPktSrc) break;
-        if (!ready[u]) P::read(w, io.pktSrc[g + u], i, flag, b0[u], b1[u]);
-        if (!have) { a0 = b0[u]; a1 = b1[u]; have = true; }
-        else { a0 = cmb(a0, b0[u]); a1 = cmb(a1, b1[u]); }
-      }
+    for (int j = 0; j < io.nPktSrc; ++j) {
+      uint32_t b0 = 0, b1 = 0;
+      P::read(w, io.pktSrc[j], i, flag, b0, b1);
+      if (!have) { a0 = b0; a1 = b1; have = true; }
+      else { a0 = cmb(a0, b0); a1 = cmb(a1, b1); }
     }
     if (io.plainSrc) {
       uint32_t b0, b1;

@@ -39,7 +39,6 @@
 
 #define MSCCL_NOINLINE __noinline__
 #define MSCCL_LAUNCH_BOUNDS(n) __launch_bounds__(n)
-#define MSCCL_UNROLL _Pragma("unroll")
 
 namespace msccl::cuda::dev {
 
@@ -170,7 +169,6 @@ __device__ __forceinline__ uint32_t floatAsWord(float f) { return __float_as_uin
 #endif
 #define MSCCL_NOINLINE __attribute__((noinline))
 #define MSCCL_LAUNCH_BOUNDS(n)
-#define MSCCL_UNROLL
 
 // The host build's device code lives in msccl::cuda::host_threads::dev (an inline namespace:
 // the source still says msccl::cuda::dev), so its symbols never meet the ones nvcc's host pass

@@ -59,10 +59,7 @@ static_assert(sizeof(DevRankContext) % 8 == 0 && sizeof(DevOp) % 8 == 0 && sizeo
 /// Per-thread interpreter state of one block.
 struct Exec {
   const DevRankContext *R;
-  const DevEntry *entries; // entry e of an op is entries[e - entryBias]
-  uint32_t entryBias;
-  char *const *remoteBases;
-  const uint64_t *remoteScratchHalf;
+  const DevEntry *entries; // entry e of an op is entries[e] (the shared copy is addressed so)
   char *input, *output, *scratch; // scratch includes SO
   uint64_t so;
   uint64_t slot; // reuse_resources SC (0 = off)
@@ -73,10 +70,10 @@ struct Exec {
   Waiter w;
 
   /// The src entries of `op`, then its dst entries.
-  __device__ const DevEntry *opEntries(const DevOp &op) const { return entries + (op.entryBegin - entryBias); }
+  __device__ const DevEntry *opEntries(const DevOp &op) const { return entries + op.entryBegin; }
   /// SO of the owner of remote entry `e` (0 unless its scratch on an even launch).
-  __device__ uint64_t remoteSo(const DevEntry &e) const { return even ? remoteScratchHalf[e.id] : 0; }
-  __device__ char *remoteBase(const DevEntry &e) const { return remoteBases[e.id] + remoteSo(e); }
+  __device__ uint64_t remoteSo(const DevEntry &e) const { return even ? R->remoteScratchHalf[e.id] : 0; }
+  __device__ char *remoteBase(const DevEntry &e) const { return R->remoteBases[e.id] + remoteSo(e); }
   __device__ char *memberBase(const DevEntry &e, int m) const {
     const DevSwitchChannel &sc = R->switchChannels[e.id];
     return sc.bases[m] + (even ? sc.scratchHalf[m] : 0);
@@ -332,16 +329,23 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
   case OpType::PutPackets: { // memory: pairs (plain src[i] -> packets at peer dst[i])
     // The packets of all pairs as one index space over the block's threads: a small put to
     // each of many peers (an LL AllReduce's first step) takes one round, not one per peer.
+    // Thread t walks (pair i, packet k) from t in steps of blockDim.x.
     using P = Packet<LL16>;
-    uint64_t total = 0;
-    for (int i = 0; i < op.nDst; ++i) total += src[i].length / P::kPayload;
-    for (uint64_t t = threadIdx.x; t < total; t += blockDim.x) {
-      uint64_t k = t;
-      int i = 0;
-      for (uint64_t c; k >= (c = src[i].length / P::kPayload); ++i) k -= c;
-      uint32_t d0, d1;
-      P::loadPlain(plainAt(src[i]), k, d0, d1);
-      P::write(pkt(dst[i]), k, x.flag, d0, d1);
+    uint64_t k = threadIdx.x;
+    for (int i = 0; i < op.nDst; ++i) {
+      const uint64_t cnt = src[i].length / P::kPayload;
+      if (k >= cnt) {
+        k -= cnt;
+        continue;
+      }
+      const char *s = plainAt(src[i]);
+      char *d = pkt(dst[i]);
+      for (; k < cnt; k += blockDim.x) {
+        uint32_t d0, d1;
+        P::loadPlain(s, k, d0, d1);
+        P::write(d, k, x.flag, d0, d1);
+      }
+      k -= cnt;
     }
     return;
   }
@@ -427,7 +431,7 @@ __global__ void MSCCL_LAUNCH_BOUNDS(kMaxThreadsPerBlock) planKernel(DevLaunch L)
   BlockCache &C = *static_cast<BlockCache *>(blockSharedBytes<sizeof(BlockCache)>());
   loadToShared(&C.rc, L.ranks + tb.rankSlot, sizeof(DevRankContext));
   __syncthreads();
-  const DevRankContext *R = &C.rc;
+  DevRankContext *R = &C.rc;
   const bool opsFit = tb.nOps <= kCachedOps, entriesFit = tb.nEntries <= kCachedEntries,
              remotesFit = R->numRemoteBuffers <= kCachedRemotes;
   if (opsFit) loadToShared(C.ops, R->ops + tb.opBegin, (uint64_t)tb.nOps * sizeof(DevOp));
@@ -437,12 +441,18 @@ __global__ void MSCCL_LAUNCH_BOUNDS(kMaxThreadsPerBlock) planKernel(DevLaunch L)
     loadToShared(C.remoteScratchHalf, R->remoteScratchHalf, (uint64_t)R->numRemoteBuffers * sizeof(uint64_t));
   }
   __syncthreads();
+  if (threadIdx.x == 0 && remotesFit) {
+    R->remoteBases = C.remoteBases;
+    R->remoteScratchHalf = C.remoteScratchHalf;
+  }
+  __syncthreads();
   Exec x;
   x.R = R;
-  x.entries = entriesFit ? C.entries : R->entries;
-  x.entryBias = entriesFit ? tb.entryBegin : 0;
-  x.remoteBases = remotesFit ? C.remoteBases : R->remoteBases;
-  x.remoteScratchHalf = remotesFit ? C.remoteScratchHalf : R->remoteScratchHalf;
+  // Entry e of an op lives at C.entries[e - tb.entryBegin]: the base is shifted so that ops
+  // index it with their own entryBegin (address arithmetic only; nothing below the copy is read).
+  x.entries = entriesFit ? reinterpret_cast<const DevEntry *>(reinterpret_cast<uintptr_t>(C.entries) -
+                                                              (uintptr_t)tb.entryBegin * sizeof(DevEntry))
+                         : R->entries;
   x.even = L.flag % 2 == 0;
   x.so = x.even ? R->scratchHalf : 0;
   x.slot = R->reuseSlotBytes;
