@@ -369,6 +369,23 @@ bool isInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
   }
 }
 
+/// An in-place-only plan (`"inplace": true`) writes its result through the input buffer: with
+/// distinct buffers it would land in `send` and leave `recv` untouched. Refused, naming both.
+void checkInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
+  if (!p.inplace || a.counts || isInPlace(p, rank, a))
+    return;
+  std::ostringstream os;
+  os << "execute: the " << p.collective << " plan `" << p.name.value_or("(unnamed)") << "` runs in place only (\"inplace\": true), but rank "
+     << rank << " passes distinct buffers (send " << a.send << ", recv " << a.recv << "); in place means "
+     << (runtime::collectiveKind(p.collective) == runtime::CollectiveKind::AllGather
+             ? "send == recv + rank * send_bytes"
+             : runtime::collectiveKind(p.collective) == runtime::CollectiveKind::ReduceScatter
+                   ? "recv == send + rank * recv_bytes"
+                   : "send == recv")
+     << "; pass in-place buffers or use an out-of-place plan";
+  throw Error(ErrorCode::InvalidArgument, os.str());
+}
+
 } // namespace
 
 struct Executor::Impl {
@@ -611,6 +628,7 @@ struct Executor::Impl {
   }
 
   void dispatch(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &plan, void *stream) {
+    checkInPlace(*plan, uint32_t(rank), args);
     try {
       if (comm.isLocal()) {
 #ifdef MSCCL_HAVE_CUDA_EXECUTOR

@@ -172,3 +172,27 @@ TEST_CASE("Communicator::mpi without its bootstrap plugin is a clear error, not 
   }
   ::unsetenv("MSCCL_MPI_BOOTSTRAP_LIB");
 }
+
+TEST_CASE("an in-place-only plan given distinct buffers is an error naming inplace and the buffers", "[execute][hostile]") {
+  const uint32_t n = 4;
+  PlanPtr plan = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "true"}});
+  REQUIRE(plan->inplace);
+  auto comm = Communicator::local(n);
+  Executor ex(comm);
+  const size_t count = 1024, bytes = count * sizeof(float);
+  std::vector<std::vector<float>> send(n, std::vector<float>(count, 1.f)), recv(n, std::vector<float>(count, 0.f));
+  std::vector<std::string> msgs;
+  auto codes = onRanks(n, [&](uint32_t r) {
+    ex.execute(int(r), send[r].data(), recv[r].data(), bytes, bytes, plan::DataType::Float32, plan::ReduceOp::Sum, plan);
+  }, &msgs);
+  CHECK(codes == std::vector<ErrorCode>(n, ErrorCode::InvalidArgument));
+  CHECK_THAT(msgs[2], Catch::Contains("\"inplace\": true") && Catch::Contains("rank 2 passes distinct buffers") &&
+                          Catch::Contains("send == recv"));
+  CHECK(recv[0] == std::vector<float>(count, 0.f));
+  // The same plan in place works and reduces.
+  codes = onRanks(n, [&](uint32_t r) {
+    ex.execute(int(r), send[r].data(), send[r].data(), bytes, bytes, plan::DataType::Float32, plan::ReduceOp::Sum, plan);
+  });
+  CHECK(codes == std::vector<ErrorCode>(n, ErrorCode::Ok));
+  CHECK(send[3] == std::vector<float>(count, float(n)));
+}

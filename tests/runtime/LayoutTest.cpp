@@ -1,11 +1,15 @@
 //===- LayoutTest.cpp - Chunk arithmetic, resolution and validation units ----------------===//
 #include "msccl/plan/PlanJson.h"
+#include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Layout.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Resolve.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
 
 using namespace msccl::plan;
 using namespace msccl::runtime;
@@ -124,4 +128,45 @@ TEST_CASE("channels pair the k-th channel toward a peer with the peer's k-th", "
   CHECK(r.gpus[0].memoryChannels[1].peerChannel == kNoChannel);
   CHECK(r.gpus[0].portChannels[0].peerChannel == 0);
   CHECK(r.gpus[1].memoryChannels[0].peerChannel == 0);
+}
+
+TEST_CASE("hostile sizes: chunk counts and alignments that overflow are refused, never divided by", "[layout][hostile]") {
+  // input_chunks 2^63 x buffer_alignment 16 wraps to 0: messageSizesFor divided by it (SIGFPE).
+  Plan p = onePlan(uint64_t(1) << 63, uint64_t(1) << 63, 0);
+  p.bufferAlignment = 16;
+  std::string why;
+  CHECK_FALSE(messageSizesFor(p, 4096, &why));
+  CHECK_THAT(why, Catch::Contains("does not fit in 64 bits"));
+  // The validator names the JSON path of each count above 2^32 - 1 and of the alignment.
+  Plan q = onePlan(uint64_t(1) << 32, 4, uint64_t(1) << 40);
+  q.bufferAlignment = uint64_t(1) << 63;
+  std::vector<std::string> paths;
+  for (const PlanDiagnostic &d : checkPlan(q))
+    paths.push_back(d.path);
+  CHECK(std::count(paths.begin(), paths.end(), "gpus[0].input_chunks") == 1);
+  CHECK(std::count(paths.begin(), paths.end(), "gpus[0].scratch_chunks") == 1);
+  CHECK(std::count(paths.begin(), paths.end(), "buffer_alignment") == 1);
+  CHECK(std::count(paths.begin(), paths.end(), "gpus[0].output_chunks") == 0);
+}
+
+TEST_CASE("scratch above MSCCL_MAX_SCRATCH_BYTES is refused before allocation", "[layout][hostile]") {
+  Plan p = onePlan(2, 2, 4000000000u); // 4e9 scratch chunks of 512 B: 2 TB
+  ChunkLayout l = computeChunkLayout(p, 0, 1024, 1024);
+  ErrorKind kind{};
+  std::string e = errorOf([&] { scratchBytes(p, 0, l, false); }, &kind);
+  CHECK(kind == ErrorKind::InvalidSize);
+  CHECK_THAT(e, Catch::Contains("scratch_chunks") && Catch::Contains("MSCCL_MAX_SCRATCH_BYTES"));
+  // Overflowing products are refused the same way.
+  Plan q = onePlan(1, 1, uint64_t(1) << 40);
+  ChunkLayout big = computeChunkLayout(q, 0, uint64_t(1) << 40, uint64_t(1) << 40);
+  CHECK_THAT(errorOf([&] { scratchBytes(q, 0, big, true); }), Catch::Contains("scratch limit"));
+  // The environment variable lowers the limit.
+  Plan small = onePlan(2, 2, 3);
+  ChunkLayout s = computeChunkLayout(small, 0, 1024, 1024);
+  ::setenv("MSCCL_MAX_SCRATCH_BYTES", "1000", 1);
+  CHECK_THAT(errorOf([&] { scratchBytes(small, 0, s, false); }), Catch::Contains("limit of 1000 B"));
+  ::setenv("MSCCL_MAX_SCRATCH_BYTES", "2048", 1);
+  CHECK(scratchBytes(small, 0, s, false) == 3 * 512);
+  ::unsetenv("MSCCL_MAX_SCRATCH_BYTES");
+  CHECK(maxScratchBytes() == kDefaultMaxScratchBytes);
 }

@@ -59,7 +59,11 @@ std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std
     // No chunks at all: the size is irrelevant; keep S as S_in.
     return MessageSizes{size, 0};
   }
-  if (size % (denom * A) != 0)
+  uint64_t unit = 0; // validatePlan bounds both factors; a plan that skipped it must not divide by a wrapped 0
+  if (__builtin_mul_overflow(denom, A, &unit))
+    return fail(std::string(what) + " (" + std::to_string(denom) + ") x buffer_alignment (" + std::to_string(A) +
+                ") does not fit in 64 bits: no message size fits the plan");
+  if (size % unit != 0)
     return fail("size " + std::to_string(size) + " B is not a multiple of " + what + " (" + std::to_string(denom) +
                 ") x buffer_alignment (" + std::to_string(A) + ")");
   uint64_t c = size / denom;

@@ -10,6 +10,8 @@
 #include "msccl/runtime/Executor.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 
 namespace msccl::runtime {
@@ -143,12 +145,28 @@ uint64_t scratchBytes(const Plan &plan, uint32_t rank, const ChunkLayout &layout
   uint64_t per = layout.chunkBytes;
   if (layout.reuseSlotBytes != 0)
     per = std::min(per, layout.reuseSlotBytes);
-  uint64_t bytes = per * gpu.scratchChunks;
-  if (plan.protocol == "LL" || usesPackets)
-    bytes *= 2;
-  if (plan.useDoubleScratchBuffer)
-    bytes *= 2;
+  const uint64_t factor = (plan.protocol == "LL" || usesPackets ? 2 : 1) * (plan.useDoubleScratchBuffer ? 2 : 1);
+  uint64_t bytes = 0;
+  const uint64_t limit = maxScratchBytes();
+  if (__builtin_mul_overflow(per, gpu.scratchChunks, &bytes) || __builtin_mul_overflow(bytes, factor, &bytes) ||
+      roundUp(bytes, layout.alignment) > limit)
+    throw ExecutionError(ErrorKind::InvalidSize,
+                         "rank " + std::to_string(rank) + ": scratch of " + std::to_string(gpu.scratchChunks) +
+                             " chunks (scratch_chunks) x " + std::to_string(per) + " B x " + std::to_string(factor) +
+                             " is above the scratch limit of " + std::to_string(limit) +
+                             " B (MSCCL_MAX_SCRATCH_BYTES)");
   return roundUp(bytes, layout.alignment);
+}
+
+uint64_t maxScratchBytes() {
+  const char *e = std::getenv("MSCCL_MAX_SCRATCH_BYTES");
+  if (e && *e) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(e, &end, 10);
+    if (errno == 0 && end && *end == '\0' && v > 0) return v;
+  }
+  return kDefaultMaxScratchBytes;
 }
 
 } // namespace msccl::runtime

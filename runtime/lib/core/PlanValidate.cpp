@@ -19,6 +19,10 @@ namespace msccl::runtime {
 using namespace msccl::plan;
 
 namespace {
+/// Bounds on the plan's sizes that keep every later product in 64 bits: chunk counts times
+/// buffer_alignment < 2^62 (Collective.cpp, Layout.cpp), chunk indices times chunk bytes below
+/// the buffer sizes.
+constexpr uint64_t kMaxChunks = uint64_t(1) << 32, kMaxBufferAlignment = uint64_t(1) << 30;
 constexpr size_t kMaxOperations = 64, kMaxChannels = 16, kMaxChannelsPerOp = 8, kMaxEntriesPerOp = 10,
                  kMaxBarriers = 16, kMaxSemaphoresPerOp = 16;
 
@@ -51,6 +55,8 @@ struct Checker {
     if (plan.bufferAlignment == 0 || (plan.bufferAlignment % 16 != 0 && plan.collective != "alltoallv"))
       error("buffer_alignment", std::to_string(plan.bufferAlignment) +
                                     " must be a positive multiple of 16 (reductions work in 16-byte vectors)");
+    else if (plan.bufferAlignment > kMaxBufferAlignment)
+      error("buffer_alignment", std::to_string(plan.bufferAlignment) + " is above the limit of 2^30 bytes");
     if (plan.minMessageSize > uint64_t(INT32_MAX))
       error("min_message_size", "the reference reads it as a 32-bit int; " + std::to_string(plan.minMessageSize) +
                                     " does not fit");
@@ -64,6 +70,9 @@ struct Checker {
     const uint32_t n = uint32_t(plan.gpus.size());
     if (g.id != r)
       error(gp + ".id", "GPU rank does not match: id " + std::to_string(g.id) + " at position " + std::to_string(r));
+    for (BufferType t : {BufferType::Input, BufferType::Output, BufferType::Scratch})
+      if (chunksOf(r, t) >= kMaxChunks)
+        error(gp + "." + word(t) + "_chunks", std::to_string(chunksOf(r, t)) + " is above the limit of 2^32 - 1 chunks");
     for (size_t c = 0; c < g.channels.size(); ++c) {
       const ChannelDecl &d = g.channels[c];
       const std::string cp = idx(gp + ".channels", c);

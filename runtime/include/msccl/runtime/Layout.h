@@ -75,6 +75,15 @@ ByteRange pipelineWindow(uint64_t length, uint64_t iteration, uint64_t unitSize)
 /// protocol == "LL" or the plan uses packet ops on scratch (our choice, docs/runtime.md), and the
 /// double-scratch doubling; rounded up to A. With reuse_resources the slot size bounds it.
 /// `usesPackets`: whether any op of the rank reads or writes packets.
+/// Throws ExecutionError(InvalidSize) naming scratch_chunks when the size overflows 64 bits or
+/// exceeds maxScratchBytes(), before anything is allocated.
 uint64_t scratchBytes(const plan::Plan &plan, uint32_t rank, const ChunkLayout &layout, bool usesPackets);
+
+/// Default limit on one rank's scratch allocation: 64 GiB (more than an H200's memory per rank
+/// that a plan may sensibly ask for; a plan asking more is hostile or broken).
+constexpr uint64_t kDefaultMaxScratchBytes = uint64_t(64) << 30;
+/// The limit in force: MSCCL_MAX_SCRATCH_BYTES (a positive decimal byte count) when set and
+/// well-formed, else kDefaultMaxScratchBytes.
+uint64_t maxScratchBytes();
 
 } // namespace msccl::runtime
