@@ -36,8 +36,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <dlfcn.h>
-#include <fstream>
+#include <fcntl.h>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,13 +94,41 @@ void appendField(std::string &key, llvm::StringRef tag, llvm::StringRef value) {
   key += '\n';
 }
 
+/// The bytes of `path` when it is a regular file (`ok` false otherwise, and for a FIFO, a device
+/// or a directory: opened non-blocking and checked before a byte is read, so a name planted in a
+/// manifest can never make a read wait forever). `noFollow`: a symbolic link is refused too.
+std::string readRegular(const std::string &path, bool &ok, bool noFollow) {
+  ok = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (noFollow ? O_NOFOLLOW : 0));
+  if (fd < 0)
+    return {};
+  struct stat st;
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    text.resize(size_t(st.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      got += size_t(n);
+    }
+    text.resize(got);
+    ok = true;
+  }
+  ::close(fd);
+  return text;
+}
+
 /// Reads and checks an entry; nullopt (with `corrupt` set when a file was there) otherwise.
 std::optional<plan::Plan> readEntry(const std::string &file, bool &corrupt) {
   corrupt = false;
-  std::ifstream f(file, std::ios::binary);
-  if (!f)
+  bool ok = false;
+  std::string text = readRegular(file, ok, /*noFollow=*/true);
+  if (!ok)
     return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   corrupt = true;
   size_t nl = text.find('\n');
   if (nl == std::string::npos || text.compare(0, std::strlen(kHeader), kHeader) != 0)
@@ -115,11 +146,7 @@ std::optional<plan::Plan> readEntry(const std::string &file, bool &corrupt) {
   }
 }
 
-std::string readText(const std::string &path, bool &ok) {
-  std::ifstream f(path, std::ios::binary);
-  ok = bool(f);
-  return ok ? std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()) : std::string();
-}
+std::string readText(const std::string &path, bool &ok) { return readRegular(path, ok, /*noFollow=*/false); }
 
 std::string absolute(const std::string &path) {
   llvm::SmallString<256> p(path);
@@ -189,6 +216,9 @@ std::optional<std::string> checkManifest(const std::string &file, std::vector<st
     if (line.size() < 66 || line[64] != ' ')
       return std::nullopt;
     std::string path = line.substr(65);
+    // Only absolute .msccl paths (imports are nothing else); readText reads regular files only.
+    if (!llvm::sys::path::is_absolute(path) || !llvm::StringRef(path).endswith(".msccl"))
+      return std::nullopt;
     bool readable = false;
     std::string contents = readText(path, readable);
     if (!readable || sha256Hex(contents) != line.substr(0, 64))
@@ -200,28 +230,71 @@ std::optional<std::string> checkManifest(const std::string &file, std::vector<st
   return key;
 }
 
-/// Writes a file atomically (temporary + rename); false when that fails.
-bool writeAtomically(const std::string &dir, const std::string &file, const std::string &contents) {
-  if (llvm::sys::fs::create_directories(dir))
+/// Writes a file atomically: a new temporary file of an unpredictable name (mkstemp: O_EXCL, mode
+/// 0600, so nothing planted at a name can be written through), then rename over `file`; false
+/// when that fails.
+bool writeAtomically(const std::string &file, const std::string &contents) {
+  std::string tmp = file + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0)
     return false;
-  static std::atomic<unsigned> counter{0};
-  std::string tmp = file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      return false;
-    f << contents;
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return false;
-    }
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
   }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  bool ok = ::close(fd) == 0 && done == contents.size();
+  if (!ok || std::rename(tmp.c_str(), file.c_str()) != 0) {
+    ::unlink(tmp.c_str());
     return false;
   }
   return true;
+}
+
+/// Whether `dir` may hold this user's cache: created with mode 0700 when missing (its parents as
+/// usual); refused, with the reason in `why`, when it cannot be created, is not a directory, is
+/// owned by another user or is writable by the group or by others (anyone who can write it could
+/// plant plans this process would run: the checksum detects damage, not forgery).
+bool usableCacheDir(const std::string &dir, std::string &why) {
+  llvm::SmallString<256> parent(dir);
+  llvm::sys::path::remove_filename(parent);
+  if (!parent.empty())
+    (void)llvm::sys::fs::create_directories(parent);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    why = std::string("cannot create it: ") + std::strerror(errno);
+    return false;
+  }
+  struct stat st, link;
+  if (::stat(dir.c_str(), &st) != 0 || ::lstat(dir.c_str(), &link) != 0) {
+    why = std::string("cannot stat it: ") + std::strerror(errno);
+    return false;
+  }
+  const uid_t me = ::geteuid();
+  if (!S_ISDIR(st.st_mode))
+    why = "it is not a directory";
+  else if (st.st_uid != me || link.st_uid != me)
+    why = "it is owned by uid " + std::to_string(st.st_uid != me ? st.st_uid : link.st_uid) + ", not by this user (uid " +
+          std::to_string(me) + ")";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    why = std::string("it is writable by ") + (st.st_mode & S_IWOTH ? "others" : "its group") + " (mode " + mode + ")";
+  }
+  return why.empty();
+}
+
+/// One warning per refused directory and process (stderr, as NCCL's WARN lines).
+void warnCacheRefused(const std::string &dir, const std::string &why) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(dir).second)
+    std::fprintf(stderr, "msccl: warning: not using the plan cache %s: %s; compiling without it\n", dir.c_str(),
+                 why.c_str());
 }
 
 PlanPtr compileImpl(const std::string &input, const std::string *text, const CompileParams &params,
@@ -233,8 +306,15 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
   const std::string version =
       params.compilerVersionOverride.empty() ? compilerVersion() : params.compilerVersionOverride;
   std::string key, file, dir, mkey;
-  if (params.useCache) {
+  bool useCache = params.useCache;
+  if (useCache) {
     dir = params.cacheDir.empty() ? defaultCacheDir() : params.cacheDir;
+    if (!usableCacheDir(dir, ci.cacheRefused)) {
+      warnCacheRefused(dir, ci.cacheRefused);
+      useCache = false;
+    }
+  }
+  if (useCache) {
     // Fast path (no parse): the manifest of the main file's text says which imports it read last
     // time; when they still have their recorded text, the entry's key is the recorded one.
     std::string mainPath;
@@ -294,7 +374,7 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
                       "cannot compile " + (text ? std::string("the program text") : input) + ":\n" + cerrors);
         plan = std::make_shared<const plan::Plan>(std::move(*compiled));
         std::string body = plan::writePlan(*plan, -1);
-        if (writeAtomically(dir, file, kHeader + sha256Hex(body) + "\n" + body))
+        if (writeAtomically(file, kHeader + sha256Hex(body) + "\n" + body))
           ci.cacheFile = file;
       }
       if (!mkey.empty() && !ci.cacheFile.empty()) {
@@ -302,7 +382,7 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
         for (size_t i = 1; i < sources->size(); ++i) // [0] is the main file, keyed by mkey itself
           manifest += sha256Hex((*sources)[i].second) + " " + absolute((*sources)[i].first) + "\n";
         manifest += "end\n";
-        writeAtomically(dir, dir + "/" + mkey + ".manifest", manifest);
+        writeAtomically(dir + "/" + mkey + ".manifest", manifest);
       }
       return plan;
     }

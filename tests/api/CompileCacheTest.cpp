@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace msccl;
 namespace fs = std::filesystem;
@@ -252,5 +254,97 @@ TEST_CASE("the manifest: hits without parsing, never trusted blindly", "[cache]"
     CHECK(again.cacheHit);
     CHECK(again.key == first.key);
     CHECK(test::readFile(manifests[0].string()) == manifest);
+  }
+}
+
+TEST_CASE("hostile cache: a group- or world-writable directory is refused, with the reason", "[cache][hostile]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  ::chmod(cache.str().c_str(), 0777);
+  CompileInfo info;
+  PlanPtr plan = compile("stdlib:sendrecv/pairs", p, &info);
+  CHECK(plan->gpus.size() == 2);
+  CHECK(info.cacheFile.empty());
+  CHECK_FALSE(info.cacheHit);
+  CHECK_THAT(info.cacheRefused, Catch::Contains("writable by others") && Catch::Contains("mode 0777"));
+  CHECK(entries(cache) == 0);
+  ::chmod(cache.str().c_str(), 0770);
+  compile("stdlib:sendrecv/pairs", p, &info);
+  CHECK_THAT(info.cacheRefused, Catch::Contains("writable by its group"));
+  // A missing directory is created 0700 and used.
+  std::string fresh = cache.file("fresh");
+  ::chmod(cache.str().c_str(), 0700);
+  p.cacheDir = fresh;
+  compile("stdlib:sendrecv/pairs", p, &info);
+  CHECK(info.cacheRefused.empty());
+  CHECK_FALSE(info.cacheFile.empty());
+  struct stat st;
+  REQUIRE(::stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+}
+
+TEST_CASE("hostile cache: a directory owned by another user is refused", "[cache][hostile]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to give a directory to another user");
+    return;
+  }
+  test::TempDir cache;
+  REQUIRE(::chown(cache.str().c_str(), 65534, 65534) == 0); // nobody
+  CompileParams p = paramsIn(cache);
+  CompileInfo info;
+  compile("stdlib:sendrecv/pairs", p, &info);
+  CHECK(info.cacheFile.empty());
+  CHECK_THAT(info.cacheRefused, Catch::Contains("owned by uid 65534"));
+}
+
+TEST_CASE("hostile cache: nothing planted at a temporary name is written through", "[cache][hostile]") {
+  test::TempDir cache, victimDir;
+  CompileParams p = paramsIn(cache);
+  CompileInfo first;
+  compile("stdlib:sendrecv/pairs", p, &first);
+  const std::string victim = victimDir.file("victim");
+  test::writeFile(victim, "precious\n");
+  // The old temporary names were <entry>.tmp.<pid>.<counter>: plant links at all of them.
+  fs::remove(first.cacheFile);
+  for (int c = 0; c < 64; ++c)
+    fs::create_symlink(victim, first.cacheFile + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(c));
+  CompileInfo again;
+  compile("stdlib:sendrecv/pairs", p, &again);
+  CHECK_FALSE(again.cacheHit);
+  CHECK(again.cacheFile == first.cacheFile);
+  CHECK(test::readFile(victim) == "precious\n");
+  // An entry that is a symbolic link is not read (it is recompiled and replaced by a file).
+  fs::remove(first.cacheFile);
+  fs::create_symlink(victim, first.cacheFile);
+  CompileInfo third;
+  compile("stdlib:sendrecv/pairs", p, &third);
+  CHECK_FALSE(third.cacheHit);
+  CHECK_FALSE(fs::is_symlink(first.cacheFile));
+  CHECK(test::readFile(victim) == "precious\n");
+}
+
+TEST_CASE("hostile cache: a manifest naming a FIFO or a non-.msccl file is a miss, not a hang", "[cache][hostile]") {
+  test::TempDir cache, src;
+  CompileParams p = paramsIn(cache);
+  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
+  test::writeFile(src.file("main.msccl"),
+                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  CompileInfo first;
+  compile(src.file("main.msccl"), p, &first);
+  fs::path manifest;
+  for (auto &e : fs::directory_iterator(cache.path))
+    if (e.path().extension() == ".manifest")
+      manifest = e.path();
+  REQUIRE(!manifest.empty());
+  const std::string fifo = src.file("fifo.msccl");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string head = "msccl-plan-cache-manifest 1 " + first.key + "\n";
+  for (const std::string &target : {fifo, std::string("/dev/zero"), std::string("/etc/hostname")}) {
+    test::writeFile(manifest.string(), head + std::string(64, 'a') + " " + target + "\nend\n");
+    CompileInfo again;
+    compile(src.file("main.msccl"), p, &again); // returns (the full path finds the entry)
+    CHECK(again.cacheHit);
+    CHECK(again.key == first.key);
+    CHECK(std::find(again.sources.begin(), again.sources.end(), target) == again.sources.end());
   }
 }

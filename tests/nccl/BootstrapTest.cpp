@@ -127,6 +127,31 @@ TEST_CASE("a barrier with a deadline gives up when a rank does not come", "[boot
   });
 }
 
+TEST_CASE("an exchange after the rendezvous names the rank it waits for within MSCCL_TIMEOUT", "[bootstrap][hostile]") {
+  // Before: allGather and barrier waited forever for a dead peer (gather(..., -1)).
+  ::setenv("MSCCL_TIMEOUT", "0.5", 1);
+  std::vector<std::string> errors(3);
+  onRanks(3, [&](int r, Communicator &c) {
+    if (r == 2) { // alive, but never joins the exchange (as a rank that died after the rendezvous)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return;
+    }
+    const double t0 = monotonicSeconds();
+    try {
+      c.barrier();
+    } catch (const ExecutionError &e) {
+      std::lock_guard<std::mutex> lock(gCatchMu);
+      errors[size_t(r)] = e.what();
+      if (r == 0)
+        CHECK(e.kind() == ErrorKind::Deadlock);
+      CHECK(monotonicSeconds() - t0 < 5);
+    }
+  });
+  ::unsetenv("MSCCL_TIMEOUT");
+  CHECK_THAT(errors[0], Catch::Contains("rank(s) 2 did not join it") && Catch::Contains("MSCCL_TIMEOUT"));
+  CHECK_THAT(errors[1], Catch::Contains("rank 0")); // timed out too, or told that rank 0 gave up
+}
+
 TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {
   setenv("MSCCL_RANKS_PER_NODE", "2", 1);
   onRanks(4, [&](int r, Communicator &c) {

@@ -116,10 +116,14 @@ struct CompileInfo {
   std::string key;           ///< The cache key (64 hex digits, SHA-256), "" without the cache.
   std::string cacheFile;     ///< The entry's path, "" without the cache.
   std::vector<std::string> sources; ///< The files read: the main file, then each import.
+  /// Why the cache directory was not used ("" when it was or the cache is off): it could not be
+  /// created, or it is owned by another user or group/world-writable (a warning is printed once).
+  std::string cacheRefused;
 };
 
 /// The cache directory used when CompileParams::cacheDir is empty: $MSCCL_CACHE_DIR, else
-/// $XDG_CACHE_HOME/msccl, else $HOME/.cache/msccl. (Created on first write.)
+/// $XDG_CACHE_HOME/msccl, else $HOME/.cache/msccl, else /tmp/msccl-cache-<uid>. Created with mode
+/// 0700; a directory owned by another user or writable by its group or others is not used.
 std::string defaultCacheDir();
 
 /// The version of the compiler built into this library ("msccl 0.2.0 plan-format N ...").
@@ -128,8 +132,9 @@ std::string compilerVersion();
 /// Compile `input`: a .msccl file path or `stdlib:NAME`. Throws Error(CompileError) with the
 /// rendered diagnostics, Error(System) when the file cannot be read. Cache entries are written
 /// atomically (temporary file + rename); an entry that fails its checksum or does not parse is
-/// recompiled and replaced, never trusted. An unwritable cache directory is not an error (the
-/// plan is returned; info->cacheFile is then "").
+/// recompiled and replaced, never trusted. An unwritable or refused cache directory is not an
+/// error (the plan is returned; info->cacheFile is then "", info->cacheRefused says why when the
+/// directory was refused). Manifests are followed only to absolute .msccl regular files.
 PlanPtr compile(const std::string &input, const CompileParams &params = {}, CompileInfo *info = nullptr);
 
 /// The same for program text. `name` is the buffer's name in diagnostics; imports resolve as for

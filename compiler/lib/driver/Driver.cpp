@@ -37,6 +37,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -348,8 +349,29 @@ bool writeOutput(Output &output, bool compact, const std::string &sourceMapFile,
 void onBigStack(unsigned maxDepth, const std::function<void()> &fn) {
   unsigned stack = 16u << 20;
   stack += static_cast<unsigned>(std::min<uint64_t>(maxDepth, kMaxCallDepthLimit) * 4096u);
-  llvm::thread t(llvm::Optional<unsigned>(stack), [&fn] { fn(); });
+  std::exception_ptr failure; // an exception of fn (std::bad_alloc above all) reaches the caller
+  llvm::thread t(llvm::Optional<unsigned>(stack), [&fn, &failure] {
+    try {
+      fn();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
   t.join();
+  if (failure)
+    std::rethrow_exception(failure);
+}
+
+/// Runs `fn`; an allocation that fails becomes a clear error on `err` (false), not an abort.
+bool withinMemory(const std::string &input, llvm::raw_ostream &err, const std::function<void()> &fn) {
+  try {
+    fn();
+    return true;
+  } catch (const std::bad_alloc &) {
+    err << "mscclc: error: out of memory compiling " << (input.empty() ? std::string("the program") : input)
+        << ": the program's plan is too large for this machine (fewer ranks, chunks or instances?)\n";
+    return false;
+  }
 }
 
 /// The first `//` comment line of a file, without the slashes.
@@ -595,10 +617,14 @@ int runMscclc(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &out,
   unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   Output output;
   bool ok = false;
-  onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err); });
-  if (!ok)
+  int rc = 1;
+  if (!withinMemory(mo.input, err, [&] {
+        onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err); });
+        if (ok)
+          rc = emitOutput(output, mo, diag, out, err);
+      }))
     return 1;
-  return emitOutput(output, mo, diag, out, err);
+  return ok ? rc : 1;
 }
 
 int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
@@ -622,7 +648,10 @@ std::optional<plan::Plan> compilePlan(const MscclcOptions &mo, std::istream &in,
   unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   Output output;
   bool ok = false;
-  onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err, /*wantPlan=*/true); });
+  if (!withinMemory(mo.input, err, [&] {
+        onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err, /*wantPlan=*/true); });
+      }))
+    return std::nullopt;
   if (!ok || !output.plan)
     return std::nullopt;
   return std::move(output.plan);

@@ -78,6 +78,9 @@ struct IdLayout {
 };
 static_assert(sizeof(IdLayout) == sizeof(UniqueId), "the id fills ncclUniqueId's 128 bytes");
 
+constexpr int64_t kMaxMessageBytes = int64_t(16) << 20;
+constexpr double kDefaultExchangeTimeout = 600; // PyTorch's NCCL process groups: 10 minutes
+
 [[noreturn]] void fail(const std::string &msg) {
   throw ExecutionError(ErrorKind::Backend, "bootstrap: " + msg);
 }
@@ -101,6 +104,10 @@ void *openSocket(int type) {
     fail(zmqError("zmq_socket"));
   int linger = 1000; // ms a closing socket keeps trying to deliver (zmq_ctx_term waits that long)
   zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  // Every message of the protocol is a header and a few words per rank: a peer announcing a
+  // larger frame is dropped by ZeroMQ before anything is allocated for it.
+  int64_t maxMessage = kMaxMessageBytes;
+  zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxMessage, sizeof maxMessage);
   ++gSockets;
   return s;
 }
@@ -112,6 +119,19 @@ void closeSocket(void *s) {
     zmq_ctx_term(gCtx);
     gCtx = nullptr;
   }
+}
+
+/// Seconds an exchange after the rendezvous (allGather, barrier) waits for its peers before it
+/// names the ranks it still waits for: MSCCL_TIMEOUT, default kDefaultExchangeTimeout.
+double exchangeTimeout() {
+  if (const char *t = std::getenv("MSCCL_TIMEOUT"); t && *t) {
+    char *end = nullptr;
+    double v = std::strtod(t, &end);
+    if (*end != '\0' || !(v > 0))
+      fail("MSCCL_TIMEOUT='" + std::string(t) + "' is not a positive number of seconds");
+    return v;
+  }
+  return kDefaultExchangeTimeout;
 }
 
 double defaultTimeout(const BootstrapOptions &o) {
@@ -171,6 +191,7 @@ struct TcpComm final : Communicator::Impl {
   uint64_t seq = 0;
   uint64_t allocations = 0;
   double timeout = 120;
+  double exchangeTimeoutSeconds = kDefaultExchangeTimeout; ///< allGather / barrier after the rendezvous
   std::string endpoint;
   std::vector<std::string> routes; // rank 0: each rank's ZeroMQ routing id (from its hello)
   bool broken = false;             // an exchange was abandoned (timeout) or found out of step
@@ -281,15 +302,20 @@ struct TcpComm final : Communicator::Impl {
 
   // --- collectives --------------------------------------------------------------------
   /// One numbered gather + broadcast; false on timeout (deadline < 0: none).
-  bool gather(const void *data, size_t bytes, std::vector<uint8_t> &all, double deadline) {
+  /// `waitingFor` (when given) names whom a timed-out exchange still waited for.
+  bool gather(const void *data, size_t bytes, std::vector<uint8_t> &all, double deadline,
+              std::string *waitingFor = nullptr) {
     const uint64_t s = ++seq;
     all.assign(bytes * size_t(size), 0);
     if (rank != 0) {
       sendTo(0, Gather, s, int64_t(bytes), data, bytes);
       Message m;
       for (;;) {
-        if (!receive(m, deadline))
+        if (!receive(m, deadline)) {
+          if (waitingFor)
+            *waitingFor = "rank 0 (which gathers every exchange) did not answer";
           return broken = true, false;
+        }
         if (m.h.kind == Gathered && m.h.seq == s)
           break;
       }
@@ -305,8 +331,16 @@ struct TcpComm final : Communicator::Impl {
     have[0] = true;
     for (int got = 1; got < size;) {
       Message m;
-      if (!receive(m, deadline))
+      if (!receive(m, deadline)) {
+        if (waitingFor) {
+          std::string missing;
+          for (int r = 1; r < size; ++r)
+            if (!have[size_t(r)])
+              missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          *waitingFor = "rank(s) " + missing + " did not join it";
+        }
         return broken = true, false;
+      }
       if (m.h.kind != Gather || m.h.rank <= 0 || m.h.rank >= size || have[size_t(m.h.rank)])
         continue;
       if (m.h.seq != s || m.data.size() != bytes)
@@ -325,7 +359,12 @@ struct TcpComm final : Communicator::Impl {
 
   std::vector<uint8_t> allGather(const void *data, size_t bytes) override {
     std::vector<uint8_t> all;
-    gather(data, bytes, all, -1);
+    std::string waitingFor;
+    if (!gather(data, bytes, all, monotonicSeconds() + exchangeTimeoutSeconds, &waitingFor))
+      throw ExecutionError(ErrorKind::Deadlock, "bootstrap: rank " + std::to_string(rank) + ": exchange " +
+                                                    std::to_string(seq) + ": " + waitingFor + " within " +
+                                                    std::to_string(int(exchangeTimeoutSeconds)) +
+                                                    " s (MSCCL_TIMEOUT): a peer died or stopped calling");
     return all;
   }
   template <class T, class F> T reduce(T v, F f) {
@@ -504,6 +543,7 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, 
   impl->nonce = nonce;
   impl->endpoint = endpoint;
   impl->timeout = defaultTimeout(options);
+  impl->exchangeTimeoutSeconds = exchangeTimeout();
   impl->splitName = "one host, unique-id bootstrap";
   impl->routes.assign(size_t(std::max(size, 1)), std::string());
   const int rpn = ranksPerNodeFromEnv();

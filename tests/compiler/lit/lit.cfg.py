@@ -23,3 +23,6 @@ config.substitutions.append(("%{srcroot}", config.source_root))
 
 if os.path.isdir(config.shared_dir):
     config.available_features.add("shared")
+# The ASan+UBSan build: tests that limit the address space (ulimit -v) cannot run under ASan.
+if getattr(config, "sanitizers", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitizers")
