@@ -10,6 +10,11 @@
 
 #include <catch2/catch.hpp>
 
+#ifdef MSCCL_TEST_HAVE_ZMQ
+#include <zmq.h>
+#endif
+
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -32,8 +37,7 @@ std::mutex gCatchMu;
   } while (0)
 
 /// Run `body(rank, comm)` on `n` threads joined through one fresh id; rethrows the first error.
-void onRanks(int n, const std::function<void(int, Communicator &)> &body) {
-  UniqueId id = Communicator::createUniqueId();
+void onRanks(const UniqueId &id, int n, const std::function<void(int, Communicator &)> &body) {
   std::mutex mu;
   std::string error;
   std::vector<std::thread> threads;
@@ -53,6 +57,7 @@ void onRanks(int n, const std::function<void(int, Communicator &)> &body) {
   if (!error.empty())
     FAIL(error);
 }
+void onRanks(int n, const std::function<void(int, Communicator &)> &body) { onRanks(Communicator::createUniqueId(), n, body); }
 
 /// Every rank's error message of a job expected to fail at init.
 std::vector<std::string> initErrors(const UniqueId &id, const std::vector<std::pair<int, int>> &rankSize,
@@ -151,6 +156,56 @@ TEST_CASE("an exchange after the rendezvous names the rank it waits for within M
   CHECK_THAT(errors[0], Catch::Contains("rank(s) 2 did not join it") && Catch::Contains("MSCCL_TIMEOUT"));
   CHECK_THAT(errors[1], Catch::Contains("rank 0")); // timed out too, or told that rank 0 gave up
 }
+
+#ifdef MSCCL_TEST_HAVE_ZMQ
+TEST_CASE("a process without the id's key can neither join nor abort the job", "[bootstrap][hostile]") {
+  // A local attacker learns the endpoint (ss -ltn) and the nonce (it names the /dev/shm
+  // segments), and forges well-formed frames: a hello as rank 1 (which used to win the rank and
+  // lock the real one out) and an abort with its own exit code (which rank 0 used to obey,
+  // exiting this test process with code 77). Without the CURVE key its handshake fails and no
+  // byte reaches rank 0.
+  UniqueId id = Communicator::createUniqueId();
+  uint64_t nonce;
+  std::memcpy(&nonce, id.bytes + 8, sizeof nonce);
+  const std::string endpoint(reinterpret_cast<const char *>(id.bytes) + 48);
+  REQUIRE(endpoint.rfind("tcp://", 0) == 0);
+  struct Frame {
+    uint64_t nonce;
+    uint32_t kind;
+    int32_t rank;
+    uint64_t seq;
+    int64_t value;
+  };
+  void *ctx = zmq_ctx_new();
+  std::vector<void *> sockets;
+  for (int curve = 0; curve < 2; ++curve) { // plain, and CURVE with a guessed server key
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (curve) {
+      char pub[41], sec[41], guess[41], unused[41];
+      zmq_curve_keypair(pub, sec);
+      zmq_curve_keypair(guess, unused);
+      zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, guess, 40);
+      zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40);
+      zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40);
+    }
+    REQUIRE(zmq_connect(s, endpoint.c_str()) == 0);
+    Frame hello{nonce, 1, 1, 0, 2}, abort{nonce, 6, 1, 0, 77};
+    zmq_send(s, &hello, sizeof hello, ZMQ_DONTWAIT);
+    zmq_send(s, &abort, sizeof abort, ZMQ_DONTWAIT);
+    sockets.push_back(s);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  onRanks(id, 2, [&](int r, Communicator &c) {
+    const uint64_t sum = c.allReduceSum(uint64_t(r + 1));
+    RCHECK(sum == 3);
+  });
+  for (void *s : sockets)
+    zmq_close(s);
+  zmq_ctx_term(ctx);
+}
+#endif
 
 TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {
   setenv("MSCCL_RANKS_PER_NODE", "2", 1);

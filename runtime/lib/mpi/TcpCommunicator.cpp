@@ -3,9 +3,12 @@
 // Consumes a UniqueId (or RANK/WORLD_SIZE/MASTER_ADDR) and produces a Communicator with no MPI
 // (one of the two bootstraps of CommunicatorImpl.h):
 //   * rendezvous: rank 0 owns a ZeroMQ ROUTER socket bound to the id's TCP endpoint, every other
-//     rank a DEALER socket whose routing id is its rank. Each rank says hello (nonce, rank,
-//     size, host key); rank 0 checks them all (in range, distinct, same size, one host) and
-//     answers every rank with the host keys, or with the error every rank then throws;
+//     rank a DEALER socket whose routing id is its rank. The sockets are CURVE-secured: rank 0's
+//     secret key is 256 random bits from the OS carried in the id (torchrun: derived from
+//     MSCCL_BOOTSTRAP_SECRET / TORCHELASTIC_RUN_ID), so only holders of the id can connect and
+//     every message is authenticated. Each rank says hello (nonce, rank, size, host key); rank 0
+//     checks them all (in range, distinct, same size, one host) and answers every rank with the
+//     host keys, or with the error every rank then throws;
 //   * exchange: every collective is a numbered gather at rank 0 followed by its broadcast
 //     (allGather; barrier = empty allGather; reductions are done locally on the gathered
 //     words). Waits poll with deadlines (barrierUntil / allReduceMaxUntil / init);
@@ -37,14 +40,17 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/SHA256.h>
 
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
 #endif
 
 namespace msccl::runtime {
@@ -68,13 +74,15 @@ std::unique_ptr<Communicator> Communicator::initFromEnvironment(const BootstrapO
 
 namespace {
 
-constexpr char kMagic[8] = {'M', 'S', 'C', 'C', 'L', 'I', 'D', '1'};
+constexpr char kMagic[8] = {'M', 'S', 'C', 'C', 'L', 'I', 'D', '2'};
+constexpr size_t kKeyBytes = 32; ///< a CURVE (Curve25519) secret key
 
 /// The id's layout inside UniqueId::bytes.
 struct IdLayout {
   char magic[8];
-  uint64_t nonce;
-  char endpoint[112]; // "tcp://a.b.c.d:port", NUL-terminated
+  uint64_t nonce;          ///< names the job's segments and messages; not a secret
+  uint8_t key[kKeyBytes];  ///< rank 0's CURVE secret key: whoever holds the id can join, nobody else
+  char endpoint[80];       // "tcp://a.b.c.d:port", NUL-terminated
 };
 static_assert(sizeof(IdLayout) == sizeof(UniqueId), "the id fills ncclUniqueId's 128 bytes");
 
@@ -517,8 +525,70 @@ std::string boundEndpoint(void *sock) {
   return buf;
 }
 
-void *bindRoot(const std::string &endpoint) {
+// --- Authentication: ZeroMQ CURVE ------------------------------------------------------------
+// Rank 0's socket is a CURVE server whose secret key is the job's key; the other ranks are CURVE
+// clients that must know the server's public key, derived from that key. A process without the
+// key cannot complete the handshake, so none of its bytes reach rank 0 (no hello, no abort), and
+// every message after it is encrypted and authenticated by the session (ZeroMQ's RFC 26).
+
+/// `n` bytes from the operating system's random source.
+void osRandom(uint8_t *out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = ::getrandom(out + got, n - got, 0);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      fail(std::string("getrandom: ") + std::strerror(errno));
+    got += size_t(k);
+  }
+}
+
+std::string z85(const uint8_t *key) {
+  char buf[41];
+  if (!zmq_z85_encode(buf, key, kKeyBytes))
+    fail("zmq_z85_encode failed");
+  return buf;
+}
+
+void requireCurve() {
+  if (!zmq_has("curve"))
+    fail("this ZeroMQ was built without CURVE security, which the rendezvous needs to authenticate its ranks");
+}
+
+void setOption(void *s, int option, const void *value, size_t len, const char *what) {
+  if (zmq_setsockopt(s, option, value, len) != 0)
+    fail(zmqError(what));
+}
+
+/// Rank 0's side: a CURVE server with the job's key (set before bind).
+void secureServer(void *s, const uint8_t *key) {
+  requireCurve();
+  int one = 1;
+  setOption(s, ZMQ_CURVE_SERVER, &one, sizeof one, "ZMQ_CURVE_SERVER");
+  setOption(s, ZMQ_CURVE_SECRETKEY, key, kKeyBytes, "ZMQ_CURVE_SECRETKEY");
+}
+
+/// Another rank's side: a client of the server whose public key derives from the job's key
+/// (the client's own key pair is fresh: rank 0 trusts whoever knows the server key).
+void secureClient(void *s, const uint8_t *key) {
+  requireCurve();
+  char serverPublic[41], pub[41], sec[41];
+  if (zmq_curve_public(serverPublic, z85(key).c_str()) != 0 || zmq_curve_keypair(pub, sec) != 0)
+    fail(zmqError("CURVE keys"));
+  setOption(s, ZMQ_CURVE_SERVERKEY, serverPublic, 40, "ZMQ_CURVE_SERVERKEY");
+  setOption(s, ZMQ_CURVE_PUBLICKEY, pub, 40, "ZMQ_CURVE_PUBLICKEY");
+  setOption(s, ZMQ_CURVE_SECRETKEY, sec, 40, "ZMQ_CURVE_SECRETKEY");
+}
+
+void *bindRoot(const std::string &endpoint, const uint8_t *key) {
   void *s = openSocket(ZMQ_ROUTER);
+  try {
+    secureServer(s, key);
+  } catch (...) {
+    closeSocket(s);
+    throw;
+  }
   int one = 1;
   zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
   if (zmq_bind(s, endpoint.c_str()) != 0) {
@@ -530,8 +600,8 @@ void *bindRoot(const std::string &endpoint) {
 }
 
 /// Join: rank 0 checks every hello and answers all; the others wait for its answer.
-std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, void *rootSocket, int rank, int size,
-                                   const BootstrapOptions &options) {
+std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std::string &endpoint, void *rootSocket,
+                                   int rank, int size, const BootstrapOptions &options) {
   if (size <= 0 || rank < 0 || rank >= size) {
     if (rootSocket)
       closeSocket(rootSocket);
@@ -552,7 +622,7 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, 
   const std::string me = hostKey();
   std::vector<std::string> hosts(static_cast<size_t>(size));
   if (rank == 0) {
-    impl->sock = rootSocket ? rootSocket : bindRoot(endpoint);
+    impl->sock = rootSocket ? rootSocket : bindRoot(endpoint, key);
     hosts[0] = me;
     std::vector<bool> have(size_t(size), false);
     have[0] = true;
@@ -614,6 +684,13 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, 
       impl->sendTo(r, Welcome, 0, 0, all.data(), all.size());
   } else {
     impl->sock = openSocket(ZMQ_DEALER); // ZeroMQ gives it a routing id; rank 0 learns it from the hello
+    try {
+      secureClient(impl->sock, key);
+    } catch (...) {
+      closeSocket(impl->sock);
+      impl->sock = nullptr;
+      throw;
+    }
     if (zmq_connect(impl->sock, endpoint.c_str()) != 0) {
       std::string e = zmqError(("connecting to " + endpoint).c_str());
       closeSocket(impl->sock);
@@ -653,6 +730,37 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const std::string &endpoint, 
   return Communicator::fromImpl(std::move(impl));
 }
 
+/// The key of a job started by torchrun (or any launcher setting RANK/WORLD_SIZE/MASTER_*):
+/// SHA-256 over MSCCL_BOOTSTRAP_SECRET (a string the launcher gives every rank and nobody else),
+/// TORCHELASTIC_RUN_ID (random under `torchrun --standalone`), the endpoint and the size. Only
+/// the environment of the job's processes holds the first two (other users cannot read it).
+/// Without either, the key derives from public data only: said once on stderr. Returns the nonce.
+uint64_t environmentKey(const std::string &endpoint, int size, uint8_t *key) {
+  const char *secret = std::getenv("MSCCL_BOOTSTRAP_SECRET");
+  const char *runId = std::getenv("TORCHELASTIC_RUN_ID");
+  const bool hasSecret = secret && *secret, hasRunId = runId && *runId && std::strcmp(runId, "none") != 0;
+  if (!hasSecret && !hasRunId) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::fprintf(stderr, "msccl: warning: the rendezvous key derives from MASTER_ADDR/MASTER_PORT only (no "
+                           "MSCCL_BOOTSTRAP_SECRET, no TORCHELASTIC_RUN_ID): another local user could join; set "
+                           "MSCCL_BOOTSTRAP_SECRET to a random string shared by the job's ranks\n");
+    });
+  }
+  llvm::SHA256 h;
+  std::string material = "msccl-bootstrap-key 1\n" + std::string(hasSecret ? secret : "") + "\n" +
+                         std::string(hasRunId ? runId : "") + "\n" + endpoint + "\n" + std::to_string(size);
+  h.update(llvm::StringRef(material));
+  auto digest = h.final();
+  std::memcpy(key, digest.data(), kKeyBytes);
+  llvm::SHA256 n;
+  n.update(llvm::StringRef("msccl-bootstrap-nonce 1\n" + material));
+  auto nd = n.final();
+  uint64_t nonce;
+  std::memcpy(&nonce, nd.data(), sizeof nonce);
+  return nonce;
+}
+
 } // namespace
 
 bool Communicator::haveUniqueIdBootstrap() { return true; }
@@ -660,12 +768,12 @@ bool Communicator::haveUniqueIdBootstrap() { return true; }
 UniqueId Communicator::createUniqueId() {
   const char *a = std::getenv("MSCCL_BOOTSTRAP_ADDR");
   std::string host = resolve(a && *a ? a : "127.0.0.1");
-  void *s = bindRoot("tcp://" + host + ":*");
-  std::string endpoint = boundEndpoint(s);
   IdLayout id{};
   std::memcpy(id.magic, kMagic, sizeof kMagic);
-  std::random_device rd;
-  id.nonce = (uint64_t(rd()) << 32) ^ rd() ^ (uint64_t(getpid()) << 16);
+  osRandom(id.key, sizeof id.key);
+  osRandom(reinterpret_cast<uint8_t *>(&id.nonce), sizeof id.nonce);
+  void *s = bindRoot("tcp://" + host + ":*", id.key);
+  std::string endpoint = boundEndpoint(s);
   if (endpoint.size() >= sizeof id.endpoint) {
     closeSocket(s);
     fail("endpoint " + endpoint + " does not fit the id");
@@ -695,7 +803,7 @@ std::unique_ptr<Communicator> Communicator::initFromUniqueId(const UniqueId &uid
       gPending.erase(it);
     }
   }
-  return join(id.nonce, id.endpoint, root, rank, size, options);
+  return join(id.nonce, id.key, id.endpoint, root, rank, size, options);
 }
 
 std::unique_ptr<Communicator> Communicator::initFromEnvironment(const BootstrapOptions &options) {
@@ -721,9 +829,10 @@ std::unique_ptr<Communicator> Communicator::initFromEnvironment(const BootstrapO
   else
     port = integer("MASTER_PORT", 1, 65534) + 1;
   std::string endpoint = "tcp://" + resolve(addr) + ":" + std::to_string(port);
-  // Every rank derives the same nonce from the endpoint and the size.
-  uint64_t nonce = std::hash<std::string>{}(endpoint + "/" + std::to_string(size));
-  return join(nonce, endpoint, nullptr, rank, size, options);
+  // Every rank derives the same key from what the job's ranks share (environmentKey).
+  uint8_t key[kKeyBytes];
+  uint64_t nonce = environmentKey(endpoint, size, key);
+  return join(nonce, key, endpoint, nullptr, rank, size, options);
 }
 
 #endif
