@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -206,6 +207,33 @@ TEST_CASE("a process without the id's key can neither join nor abort the job", "
   zmq_ctx_term(ctx);
 }
 #endif
+
+TEST_CASE("an id created before fork() is refused at once in the child that joins as rank 0", "[bootstrap][hostile]") {
+  // Before: the child used its parent's ZeroMQ socket and waited out the rendezvous (120 s).
+  UniqueId id = Communicator::createUniqueId();
+  const double t0 = monotonicSeconds();
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 3;
+    try {
+      BootstrapOptions o;
+      o.timeoutSeconds = 20;
+      Communicator::initFromUniqueId(id, 0, 2, o);
+      code = 1;
+    } catch (const std::exception &e) {
+      code = std::strstr(e.what(), "which then forked this one") ? 0 : 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(monotonicSeconds() - t0 < 10);
+  // (The parent keeps the id's socket; this test does not run a job on it after the fork:
+  // ZeroMQ promises nothing about a context that a child inherited.)
+}
 
 TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {
   setenv("MSCCL_RANKS_PER_NODE", "2", 1);

@@ -519,12 +519,7 @@ std::unique_ptr<llvm::MemoryBuffer> loadInput(const std::string &name, const std
       return nullptr;
     }
   }
-  auto b = llvm::MemoryBuffer::getFile(file);
-  if (!b) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_open_file, {file, b.getError().message()});
-    return nullptr;
-  }
-  return std::move(*b);
+  return elab::readSourceFile(file, diag, llvm::SMLoc());
 }
 
 /// Writes the compiled output to `out` or the -o file (created only now, after success).

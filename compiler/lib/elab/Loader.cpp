@@ -9,7 +9,11 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 #ifndef MSCCL_STDLIB_DIR
 #define MSCCL_STDLIB_DIR "stdlib"
@@ -38,6 +42,37 @@ std::string defaultStdlibDir() {
   return MSCCL_STDLIB_DIR; // a build tree: the source tree's stdlib/
 }
 
+std::unique_ptr<llvm::MemoryBuffer> readSourceFile(const std::string &file, diag::DiagEngine &diag, llvm::SMLoc loc) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    diag.report(loc, DiagId::err_cannot_open_file, {file, std::strerror(errno)});
+    return nullptr;
+  }
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      diag.report(loc, DiagId::err_cannot_open_file, {file, std::strerror(e)});
+      return nullptr;
+    }
+    if (n == 0)
+      break;
+    if (text.size() + size_t(n) > kMaxSourceBytes) {
+      ::close(fd);
+      diag.report(loc, DiagId::err_source_too_large, {file, std::to_string(kMaxSourceBytes)});
+      return nullptr;
+    }
+    text.append(chunk, size_t(n));
+  }
+  ::close(fd);
+  return llvm::MemoryBuffer::getMemBufferCopy(text, file);
+}
+
 namespace {
 class Loader {
 public:
@@ -64,13 +99,11 @@ public:
       if (auto o = path_.overlay.find(std::string(real)); o != path_.overlay.end()) {
         mb = llvm::MemoryBuffer::getMemBufferCopy(o->second, file);
       } else {
-        auto buf = llvm::MemoryBuffer::getFile(file);
-        if (!buf) {
-          diag_.report(imp.loc, DiagId::err_cannot_open_file, {file, buf.getError().message()});
+        mb = readSourceFile(file, diag_, imp.loc);
+        if (!mb) {
           ok = false;
           continue;
         }
-        mb = std::move(*buf);
       }
       unsigned id = diag_.sourceMgr().AddNewSourceBuffer(std::move(mb), imp.loc);
       if (!load(id, false)) {

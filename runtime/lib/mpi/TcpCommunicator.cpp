@@ -101,7 +101,11 @@ std::mutex gCtxMu;
 void *gCtx = nullptr;
 int gSockets = 0;
 // Sockets bound by createUniqueId, waiting for this process's rank 0 to take them over.
-std::map<uint64_t, void *> gPending;
+struct PendingRoot {
+  void *socket;
+  pid_t creator; ///< ZeroMQ sockets do not survive fork(): a child must not use its parent's
+};
+std::map<uint64_t, PendingRoot> gPending;
 
 void *openSocket(int type) {
   std::lock_guard<std::mutex> lock(gCtxMu);
@@ -781,7 +785,7 @@ UniqueId Communicator::createUniqueId() {
   std::memcpy(id.endpoint, endpoint.data(), endpoint.size());
   {
     std::lock_guard<std::mutex> lock(gCtxMu);
-    gPending[id.nonce] = s;
+    gPending[id.nonce] = PendingRoot{s, ::getpid()};
   }
   UniqueId out;
   std::memcpy(out.bytes, &id, sizeof id);
@@ -799,7 +803,11 @@ std::unique_ptr<Communicator> Communicator::initFromUniqueId(const UniqueId &uid
   if (rank == 0) {
     std::lock_guard<std::mutex> lock(gCtxMu);
     if (auto it = gPending.find(id.nonce); it != gPending.end()) {
-      root = it->second;
+      if (it->second.creator != ::getpid())
+        fail("the unique id was created by process " + std::to_string(it->second.creator) +
+             ", which then forked this one: its rendezvous socket stays with that process. Create the id "
+             "(ncclGetUniqueId / Communicator::createUniqueId) in the process that joins as rank 0, after fork()");
+      root = it->second.socket;
       gPending.erase(it);
     }
   }

@@ -12,7 +12,11 @@
 #include "msccl/diag/Diagnostics.h"
 #include "msccl/frontend/Ast.h"
 
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +44,15 @@ struct SearchPath {
 /// `<dir of the running executable>/../share/msccl/stdlib` when that exists; else the source
 /// tree's stdlib/ (a build tree).
 std::string defaultStdlibDir();
+
+/// The largest source file (main program or import) the compiler reads: 16 MiB. Parsing costs
+/// ~25 bytes of memory per source byte, so this bounds a hostile input's memory.
+constexpr uint64_t kMaxSourceBytes = uint64_t(16) << 20;
+
+/// The bytes of source file `file`, read up to kMaxSourceBytes (a FIFO or device is read the
+/// same way, so /dev/zero ends at the limit); null after reporting err_cannot_open_file or
+/// err_source_too_large at `loc`.
+std::unique_ptr<llvm::MemoryBuffer> readSourceFile(const std::string &file, diag::DiagEngine &diag, llvm::SMLoc loc);
 
 /// Parses `mainBuffer` and (recursively) its imports. Returns false if any error was reported.
 bool loadUnit(ast::AstContext &ctx, diag::DiagEngine &diag, unsigned mainBuffer, const SearchPath &path, Unit &unit);
