@@ -21,6 +21,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -233,6 +235,41 @@ TEST_CASE("an id created before fork() is refused at once in the child that join
   CHECK(monotonicSeconds() - t0 < 10);
   // (The parent keeps the id's socket; this test does not run a job on it after the fork:
   // ZeroMQ promises nothing about a context that a child inherited.)
+}
+
+TEST_CASE("a rank whose segment cannot be created leaves no other rank's segment behind", "[bootstrap][hostile]") {
+  UniqueId id = Communicator::createUniqueId();
+  uint64_t nonce;
+  std::memcpy(&nonce, id.bytes + 8, sizeof nonce);
+  auto name = [&](int rank) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "/msccl-%016llx-1-%d", static_cast<unsigned long long>(nonce), rank);
+    return std::string(buf);
+  };
+  // Rank 1's name for the first allocation is taken: its shm_open (O_EXCL) fails.
+  int planted = ::shm_open(name(1).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  REQUIRE(planted >= 0);
+  ::close(planted);
+  std::vector<std::string> errors(3);
+  onRanks(id, 3, [&](int r, Communicator &c) {
+    try {
+      c.allocateShared(4096);
+    } catch (const ExecutionError &e) {
+      std::lock_guard<std::mutex> lock(gCatchMu);
+      errors[size_t(r)] = e.what();
+    }
+  });
+  ::shm_unlink(name(1).c_str());
+  CHECK_THAT(errors[0], Catch::Contains("rank 1 could not set up its shared memory"));
+  CHECK_THAT(errors[1], Catch::Contains("shm_open"));
+  for (int r : {0, 2}) { // created, then abandoned when rank 1 failed: gone
+    int fd = ::shm_open(name(r).c_str(), O_RDONLY, 0);
+    CHECK(fd < 0);
+    if (fd >= 0) {
+      ::close(fd);
+      ::shm_unlink(name(r).c_str());
+    }
+  }
 }
 
 TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {

@@ -474,7 +474,18 @@ std::unique_ptr<NodeSharedMemory> TcpComm::allocateShared(size_t bytes) {
   };
   std::string error;
   uint8_t *base = nullptr;
+  // The name goes on every way out (a peer's failure, a timed-out exchange, success): no
+  // /dev/shm/msccl-* is left behind. Only a name this rank created is removed.
+  struct UnlinkOnExit {
+    std::string name;
+    ~UnlinkOnExit() {
+      if (!name.empty())
+        shm_unlink(name.c_str());
+    }
+  } unlinkMine;
   int fd = shm_open(mine.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd >= 0)
+    unlinkMine.name = mine;
   if (fd < 0) {
     error = "shm_open(" + mine + "): " + std::strerror(errno);
   } else {
@@ -490,8 +501,6 @@ std::unique_ptr<NodeSharedMemory> TcpComm::allocateShared(size_t bytes) {
   m->sizes.assign(size_t(size), 0);
   m->all[size_t(rank)] = base;
   m->sizes[size_t(rank)] = rounded;
-  if (!error.empty())
-    shm_unlink(mine.c_str());
   agree(error);
   std::vector<uint8_t> sizes = allGather(&rounded, sizeof rounded);
   for (int r = 0; r < size && error.empty(); ++r) {
@@ -512,8 +521,7 @@ std::unique_ptr<NodeSharedMemory> TcpComm::allocateShared(size_t bytes) {
     else
       m->all[size_t(r)] = static_cast<uint8_t *>(p);
   }
-  agree(error); // every rank mapped every segment: the names can go
-  shm_unlink(mine.c_str());
+  agree(error); // every rank mapped every segment: the names can go (unlinkMine)
   m->base = base;
   m->peers.assign(size_t(size), nullptr);
   for (int r : nodeRanks)
