@@ -6,7 +6,10 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/DistributedRun.h"
 #include "msccl/runtime/Executor.h"
+#include "msccl/runtime/Verify.h"
+#include "msccl/plan/PlanJson.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -270,6 +274,42 @@ TEST_CASE("a rank whose segment cannot be created leaves no other rank's segment
       ::shm_unlink(name(r).c_str());
     }
   }
+}
+
+TEST_CASE("a timed-out run stops its own communicator's later runs, not another's", "[bootstrap][hostile]") {
+  // Before: one timeout set a process-wide flag and every later run in the process refused.
+  auto load = [](const char *name) {
+    std::ifstream f(std::string(MSCCL_TEST_PLANS_DIR) + "/" + name);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return msccl::plan::parsePlan(text);
+  };
+  const msccl::plan::Plan deadlock = load("deadlock_wait_before_signal.json");
+  const msccl::plan::Plan good = load("ok_pws_memory_wait_read.json");
+  RunOptions o;
+  o.size = 4096;
+  o.check = false;
+  DistributedOptions quick;
+  quick.timeoutSeconds = 0.5;
+  std::vector<std::string> first(2), second(2);
+  onRanks(2, [&](int r, Communicator &c) {
+    for (std::string *out : {&first[size_t(r)], &second[size_t(r)]})
+      try {
+        DistributedSession s(c, deadlock, o, quick);
+        s.execute([](uint8_t *) {}, 0, 1);
+      } catch (const ExecutionError &e) {
+        std::lock_guard<std::mutex> lock(gCatchMu);
+        *out = e.what();
+      }
+  });
+  CHECK_THAT(first[0], Catch::Contains("did not finish within"));
+  CHECK_THAT(second[0], Catch::Contains("not run: size 4096 timed out"));
+  CHECK_THAT(second[1], Catch::Contains("not run: size 4096 timed out"));
+  // A new job in the same process runs.
+  onRanks(2, [&](int, Communicator &c) {
+    RCHECK(c.stopped().empty());
+    DistributedSession s(c, good, o, quick);
+    s.execute([](uint8_t *in) { std::memset(in, 1, 16); }, 0, 1);
+  });
 }
 
 TEST_CASE("shared segments: node peers map each other, put/add reach every rank", "[bootstrap]") {

@@ -409,10 +409,6 @@ private:
 
 enum Outcome : uint64_t { Ok = 0, PeerStopped = 1, Timeout = 2, Failed = 3 };
 
-/// Set (the same on every rank) once a launch timed out: later calls do not run, so a sweep over
-/// a deadlocking plan ends after one timeout instead of one per size.
-std::string gTimedOut;
-
 } // namespace
 
 struct DistributedSession::Impl {
@@ -442,8 +438,10 @@ struct DistributedSession::Impl {
       : comm(c), plan(p), o(opts), dist(d) {
     n = uint32_t(plan.gpus.size());
     me = uint32_t(comm.rank());
-    if (!gTimedOut.empty())
-      throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
+    // Set (the same on every rank) once a launch of this job timed out: later runs do not start,
+    // so a sweep over a deadlocking plan ends after one timeout instead of one per size.
+    if (!comm.stopped().empty())
+      throw ExecutionError(ErrorKind::Deadlock, "not run: " + comm.stopped());
     if (int(n) != comm.size())
       throw ExecutionError(ErrorKind::InvalidPlan,
                            "the plan has " + std::to_string(n) + " ranks but the job has " +
@@ -630,7 +628,7 @@ struct DistributedSession::Impl {
     if (worst == Ok)
       return;
     if (worst == Timeout)
-      gTimedOut = "size " + std::to_string(o.size) + " timed out in " + stoppedIn;
+      comm.setStopped("size " + std::to_string(o.size) + " timed out in " + stoppedIn);
     if (outcome == Failed && pool->error)
       throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
                            pool->error->diagnostics());
@@ -656,8 +654,10 @@ struct DistributedSession::Impl {
   }
 
   double execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
-    if (!gTimedOut.empty())
-      throw ExecutionError(ErrorKind::Deadlock, "not run: " + gTimedOut);
+    // Set (the same on every rank) once a launch of this job timed out: later runs do not start,
+    // so a sweep over a deadlocking plan ends after one timeout instead of one per size.
+    if (!comm.stopped().empty())
+      throw ExecutionError(ErrorKind::Deadlock, "not run: " + comm.stopped());
     resetData(fill);
     diags.clear();
     comm.barrier();

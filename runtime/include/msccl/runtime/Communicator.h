@@ -123,6 +123,13 @@ public:
   /// Give up the whole job with `code` (MPI_Abort): every process exits, none stays behind.
   [[noreturn]] void abort(int code);
 
+  /// Why this communicator's runs stopped ("" while they may run): set on every rank, the same
+  /// everywhere, when a launch timed out (DistributedRun.cpp), so later runs over it refuse at
+  /// once instead of timing out one by one. Another communicator in the same process is not
+  /// affected (the state belongs to the job, not the process).
+  const std::string &stopped() const { return stopped_; }
+  void setStopped(std::string why) { stopped_ = std::move(why); }
+
   /// Allocate `bytes` (64-byte aligned, zeroed) of memory mapped by every rank of this node and
   /// open for one-sided access by every rank. Collective; each rank may ask for its own size.
   std::unique_ptr<NodeSharedMemory> allocateShared(size_t bytes);
@@ -136,6 +143,7 @@ public:
 private:
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::string stopped_;
 };
 
 /// One segment per rank (see Communicator::allocateShared). Node peers' segments are directly
