@@ -133,30 +133,24 @@ void closeSocket(void *s) {
   }
 }
 
-/// Seconds an exchange after the rendezvous (allGather, barrier) waits for its peers before it
-/// names the ranks it still waits for: MSCCL_TIMEOUT, default kDefaultExchangeTimeout.
-double exchangeTimeout() {
-  if (const char *t = std::getenv("MSCCL_TIMEOUT"); t && *t) {
-    char *end = nullptr;
-    double v = std::strtod(t, &end);
-    if (*end != '\0' || !(v > 0))
-      fail("MSCCL_TIMEOUT='" + std::string(t) + "' is not a positive number of seconds");
-    return v;
-  }
-  return kDefaultExchangeTimeout;
+/// A positive number of seconds from environment variable `name`, or `fallback` when unset.
+double secondsFromEnv(const char *name, double fallback) {
+  const char *t = std::getenv(name);
+  if (!t || !*t)
+    return fallback;
+  char *end = nullptr;
+  double v = std::strtod(t, &end);
+  if (*end != '\0' || !(v > 0))
+    fail(std::string(name) + "='" + t + "' is not a positive number of seconds");
+  return v;
 }
 
+/// Seconds an exchange after the rendezvous (allGather, barrier) waits for its peers before it
+/// names the ranks it still waits for: MSCCL_TIMEOUT, default kDefaultExchangeTimeout.
+double exchangeTimeout() { return secondsFromEnv("MSCCL_TIMEOUT", kDefaultExchangeTimeout); }
+
 double defaultTimeout(const BootstrapOptions &o) {
-  if (o.timeoutSeconds > 0)
-    return o.timeoutSeconds;
-  if (const char *t = std::getenv("MSCCL_BOOTSTRAP_TIMEOUT"); t && *t) {
-    char *end = nullptr;
-    double v = std::strtod(t, &end);
-    if (*end != '\0' || !(v > 0))
-      fail("MSCCL_BOOTSTRAP_TIMEOUT='" + std::string(t) + "' is not a positive number of seconds");
-    return v;
-  }
-  return 120;
+  return o.timeoutSeconds > 0 ? o.timeoutSeconds : secondsFromEnv("MSCCL_BOOTSTRAP_TIMEOUT", 120);
 }
 
 /// IPv4 address of `host` (a dotted address or a name), for bind/connect.
