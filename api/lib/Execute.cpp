@@ -662,8 +662,20 @@ struct Executor::Impl {
     if (p.gpus.size() != comm.worldSize())
       throw Error(ErrorCode::InvalidPlan, "the plan has " + std::to_string(p.gpus.size()) +
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
-    runtime::MessageSizes ms = checkSizes(p, a.sendBytes, a.recvBytes);
-    checkReduceOp(p, a.redop);
+    runtime::MessageSizes ms;
+    try {
+      ms = checkSizes(p, a.sendBytes, a.recvBytes);
+      checkReduceOp(p, a.redop);
+    } catch (const Error &) {
+      // Tell the other ranks now (they would wait in the exchange below, or in the launch, until
+      // MSCCL_TIMEOUT): an exchange with a descriptor no valid call makes, then this rank's error.
+      uint64_t bad[5] = {~uint64_t(0), ~uint64_t(0), ~uint64_t(0), ~uint64_t(0), ~uint64_t(0)};
+      try {
+        rt.allGather(bad, sizeof bad);
+      } catch (...) {
+      }
+      throw;
+    }
     const bool inPlace = isInPlace(p, uint32_t(rank), a);
     const uint64_t S = std::max<uint64_t>(a.sendBytes, a.recvBytes);
     auto key = std::make_tuple(a.plan, ms.inputBytes, ms.outputBytes, inPlace, a.dtype, a.redop);

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <thread>
 
 using namespace msccl;
@@ -195,4 +197,35 @@ TEST_CASE("an in-place-only plan given distinct buffers is an error naming inpla
   });
   CHECK(codes == std::vector<ErrorCode>(n, ErrorCode::Ok));
   CHECK(send[3] == std::vector<float>(count, float(n)));
+}
+
+TEST_CASE("one process-per-rank rank with a bad size: every rank fails at once", "[execute][hostile]") {
+  if (!Communicator::haveUniqueIdBootstrap()) {
+    WARN("skipped: built without the unique-id bootstrap");
+    return;
+  }
+  // Before: the bad rank threw at once and the others waited in the exchange (forever, then
+  // MSCCL_TIMEOUT). The timeout here only bounds a regression.
+  ::setenv("MSCCL_TIMEOUT", "60", 1);
+  const uint32_t n = 4;
+  PlanPtr plan = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});
+  UniqueId id = Communicator::getUniqueId();
+  std::vector<std::vector<float>> send(n, std::vector<float>(1024, 1.f)), recv(n, std::vector<float>(1024));
+  std::vector<std::string> msgs;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto codes = onRanks(n, [&](uint32_t r) {
+    auto comm = Communicator::initRank(id, n, r);
+    Executor ex(comm);
+    const size_t bytes = r == 2 ? 1000 : 4096; // 1000: not a multiple of the plan's chunks
+    ex.execute(int(r), send[r].data(), recv[r].data(), bytes, bytes, plan::DataType::Float32, plan::ReduceOp::Sum,
+               plan);
+  }, &msgs);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::unsetenv("MSCCL_TIMEOUT");
+  CHECK(codes[2] == ErrorCode::InvalidSize);
+  for (uint32_t r : {0u, 1u, 3u}) {
+    CHECK(codes[r] != ErrorCode::Ok);
+    CHECK_THAT(msgs[r], Catch::Contains("rank 2"));
+  }
+  CHECK(took < 30);
 }
