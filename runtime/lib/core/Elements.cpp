@@ -88,12 +88,17 @@ double reduceValues(double a, double b, ReduceOp op) {
 namespace {
 template <typename T, typename F>
 void loop(void *dst, const void *a, const void *b, size_t n, F f) {
-  // Copy through memcpy-free pointer casts: buffers are at least element-aligned here.
-  T *d = static_cast<T *>(dst);
-  const T *x = static_cast<const T *>(a);
-  const T *y = static_cast<const T *>(b);
-  for (size_t i = 0; i < n; ++i)
-    d[i] = f(x[i], y[i]);
+  // Element loads and stores through memcpy: a hostile plan's offsets need not be element-aligned
+  // (found by msccl-fuzz-cpu: a misaligned float load); the compiler makes them plain moves.
+  auto *d = static_cast<unsigned char *>(dst);
+  const auto *x = static_cast<const unsigned char *>(a), *y = static_cast<const unsigned char *>(b);
+  for (size_t i = 0; i < n; ++i) {
+    T p, q;
+    std::memcpy(&p, x + i * sizeof(T), sizeof(T));
+    std::memcpy(&q, y + i * sizeof(T), sizeof(T));
+    const T r = f(p, q);
+    std::memcpy(d + i * sizeof(T), &r, sizeof(T));
+  }
 }
 
 template <typename T>
