@@ -36,6 +36,13 @@ size_t entries(const test::TempDir &cache) {
   return n;
 }
 
+/// src/main.msccl: stdlib sendrecv/pairs importing src/lib.msccl (one unused function).
+void writeProgramWithImport(const test::TempDir &src) {
+  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
+  test::writeFile(src.file("main.msccl"),
+                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+}
+
 } // namespace
 
 TEST_CASE("a second compile is a cache hit with the same plan", "[cache]") {
@@ -83,9 +90,7 @@ TEST_CASE("an import's change is a miss (relative import and stdlib module)", "[
   test::TempDir cache, src, stdlib;
   CompileParams p = paramsIn(cache);
   // A program importing a file beside it.
-  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
-  test::writeFile(src.file("main.msccl"),
-                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  writeProgramWithImport(src);
   CompileInfo i1, i2, i3, i4;
   compile(src.file("main.msccl"), p, &i1);
   CHECK(std::find(i1.sources.begin(), i1.sources.end(), src.file("lib.msccl")) != i1.sources.end());
@@ -224,9 +229,7 @@ TEST_CASE("compile errors carry mscclc's diagnostics", "[cache]") {
 TEST_CASE("the manifest: hits without parsing, never trusted blindly", "[cache]") {
   test::TempDir cache, src;
   CompileParams p = paramsIn(cache);
-  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
-  test::writeFile(src.file("main.msccl"),
-                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  writeProgramWithImport(src);
   CompileInfo first, hit;
   compile(src.file("main.msccl"), p, &first);
   std::vector<fs::path> manifests;
@@ -326,9 +329,7 @@ TEST_CASE("hostile cache: nothing planted at a temporary name is written through
 TEST_CASE("hostile cache: a manifest naming a FIFO or a non-.msccl file is a miss, not a hang", "[cache][hostile]") {
   test::TempDir cache, src;
   CompileParams p = paramsIn(cache);
-  test::writeFile(src.file("lib.msccl"), "fn unused_helper(x) { return x + 1 }\n");
-  test::writeFile(src.file("main.msccl"),
-                  "import \"lib.msccl\"\n" + test::readFile(kStdlib + "/sendrecv/pairs.msccl"));
+  writeProgramWithImport(src);
   CompileInfo first;
   compile(src.file("main.msccl"), p, &first);
   fs::path manifest;
