@@ -328,7 +328,8 @@ struct TcpComm final : Communicator::Impl {
       if (m.data.size() != all.size())
         fail("rank 0 answered exchange " + std::to_string(s) + " with " + std::to_string(m.data.size()) +
              " bytes, expected " + std::to_string(all.size()) + " (ranks out of step)");
-      std::memcpy(all.data(), m.data.data(), all.size());
+      if (!all.empty()) // a barrier gathers nothing (memcpy's pointers must not be null)
+        std::memcpy(all.data(), m.data.data(), all.size());
       return true;
     }
     if (bytes)
