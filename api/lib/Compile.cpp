@@ -32,7 +32,6 @@
 #include <llvm/Support/SHA256.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -306,15 +305,12 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
   const std::string version =
       params.compilerVersionOverride.empty() ? compilerVersion() : params.compilerVersionOverride;
   std::string key, file, dir, mkey;
-  bool useCache = params.useCache;
-  if (useCache) {
+  if (params.useCache) {
     dir = params.cacheDir.empty() ? defaultCacheDir() : params.cacheDir;
-    if (!usableCacheDir(dir, ci.cacheRefused)) {
+    if (!usableCacheDir(dir, ci.cacheRefused))
       warnCacheRefused(dir, ci.cacheRefused);
-      useCache = false;
-    }
   }
-  if (useCache) {
+  if (params.useCache && ci.cacheRefused.empty()) {
     // Fast path (no parse): the manifest of the main file's text says which imports it read last
     // time; when they still have their recorded text, the entry's key is the recorded one.
     std::string mainPath;

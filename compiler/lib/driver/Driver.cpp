@@ -612,14 +612,14 @@ int runMscclc(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &out,
   unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   Output output;
   bool ok = false;
-  int rc = 1;
+  int rc = 1; // stays 1 unless the compile succeeds and the output is written
   if (!withinMemory(mo.input, err, [&] {
         onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err); });
         if (ok)
           rc = emitOutput(output, mo, diag, out, err);
       }))
     return 1;
-  return ok ? rc : 1;
+  return rc;
 }
 
 int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
