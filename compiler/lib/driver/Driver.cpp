@@ -100,7 +100,7 @@ struct CommandLine {
   cl::opt<uint64_t> maxPlanSize{"max-plan-size",
                                 cl::desc("Limit on the plan's ops, threadblocks, channels and semaphores "
                                          "(all ranks and instances)"),
-                                cl::init(uint64_t(1) << 26), cl::cat(cat)};
+                                cl::init(uint64_t(1) << 22), cl::cat(cat)};
   cl::opt<bool> compact{"compact", cl::desc("Emit the JSON plan without indentation"), cl::init(false), cl::cat(cat)};
   cl::opt<bool> verifyIrEach{"verify-ir-each", cl::desc("Run the IR verifier after each pass (debugging the compiler)"),
                              cl::init(false), cl::cat(cat)};

@@ -100,6 +100,8 @@ bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan
       diag.report(loc, diag::DiagId::warn_plan_hazard, {std::string(verify::findingKindName(f.kind)) + ": " + text});
     else if (f.kind == verify::FindingKind::Plan)
       diag.report(loc, diag::DiagId::err_plan_check, {text});
+    else if (f.kind == verify::FindingKind::Unsupported)
+      diag.report(loc, diag::DiagId::err_plan_unverifiable, {text});
     else
       diag.report(loc, diag::DiagId::err_plan_verify, {std::string(verify::findingKindName(f.kind)) + ": " + text});
     if (at)

@@ -263,8 +263,9 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
     try {
       result.program = std::make_unique<ir::Program>(po);
     } catch (const ir::DslError &e) {
-      in.failDsl(prog->loc, e.what());
+      in.failDsl(prog->loc, e);
     }
+    result.program->setMaxPlanSize(opts.maxPlanSize);
     in.setProgram(result.program.get());
     in.runBody(prog->body, prog->numSlots);
     checkPlanSize(*result.program, prog->loc, opts.maxPlanSize);

@@ -102,6 +102,18 @@ uint32_t Interp::sourceRecord(ir::SourceTable &t, SMLoc loc) {
   return t.add(loc, keep, newFrames_);
 }
 
+void Interp::failDsl(llvm::SMLoc loc, const ir::DslError &e) {
+  auto *big = dynamic_cast<const ir::PlanTooLarge *>(&e);
+  if (!big)
+    failDsl(loc, std::string(e.what()));
+  uint64_t instances = program_ ? uint64_t(std::max<int64_t>(program_->options().instances, 1)) : 1;
+  unsigned __int128 total = (unsigned __int128)big->perInstance * instances;
+  uint64_t shown = total > UINT64_MAX ? UINT64_MAX : uint64_t(total);
+  fail(loc, diag::DiagId::err_plan_too_large,
+       {"at least " + std::to_string(shown), std::to_string(big->perInstance), std::to_string(instances),
+        std::to_string(opts_.maxPlanSize)});
+}
+
 ir::Program &Interp::program(SMLoc loc) {
   if (!program_)
     failDsl(loc, std::string(ir::kNoProgramInContext));
@@ -206,7 +218,7 @@ Interp::Flow Interp::exec(const Stmt *s) {
     try {
       p.enterPipeline(lc->unit, lc->numChunks);
     } catch (const ir::DslError &e) {
-      failDsl(x->context->loc, e.what());
+      failDsl(x->context->loc, e);
     }
     ctx_.push_back({Ctx::With, x, fp_});
     Flow f = exec(x->body);
@@ -215,7 +227,7 @@ Interp::Flow Interp::exec(const Stmt *s) {
       p.setSource(x->loc); // the pipeline ops come from the `with` statement
       p.exitPipeline();
     } catch (const ir::DslError &e) {
-      failDsl(x->context->loc, e.what());
+      failDsl(x->context->loc, e);
     }
     return f;
   }
@@ -684,7 +696,7 @@ Value Interp::index(const Value &obj, const Value &key, SMLoc loc) {
       try {
         ir::Buffer::throwNotASlice(t == "none" ? "NoneType" : t);
       } catch (const ir::DslError &e) {
-        failDsl(loc, e.what());
+        failDsl(loc, e);
       }
     }
     [[fallthrough]];
@@ -710,7 +722,7 @@ Value Interp::slice(const SliceExpr *s) {
       try {
         return makeDsl(ClassId::Chunk, b->slice(lo, hi, step));
       } catch (const ir::DslError &e) {
-        failDsl(s->loc, e.what());
+        failDsl(s->loc, e);
       }
     }
   }

@@ -54,6 +54,9 @@ public:
 
   [[noreturn]] void fail(llvm::SMLoc loc, diag::DiagId id, std::vector<std::string> args = {});
   [[noreturn]] void failDsl(llvm::SMLoc loc, const std::string &message) { fail(loc, diag::DiagId::err_dsl, {message}); }
+  /// A DslError thrown by the DSL call at `loc`: err_plan_too_large for ir::PlanTooLarge,
+  /// err_dsl with its message otherwise.
+  [[noreturn]] void failDsl(llvm::SMLoc loc, const ir::DslError &e);
 
   // ---- argument conversion (used by InterpBuiltins.cpp) ----
   struct ArgCtx {

@@ -329,7 +329,7 @@ Value Interp::construct(const CallExpr *c) {
     default: break;
     }
   } catch (const ir::DslError &e) {
-    failDsl(c->loc, e.what());
+    failDsl(c->loc, e);
   }
   fail(c->loc, DiagId::err_not_callable);
 }
@@ -569,7 +569,7 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
       PARAMS(Semaphore, release); std::get<ir::Semaphore>(h).release(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
     }
   } catch (const ir::DslError &e) {
-    failDsl(loc, e.what());
+    failDsl(loc, e);
   }
   return Value();
 }

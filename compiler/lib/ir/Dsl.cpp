@@ -119,10 +119,12 @@ llvm::SmallVector<TbTarget, 1> Program::Impl::resolveTbs(std::optional<int64_t> 
 void Program::Impl::addOperation(int64_t rank, uint32_t tb, Op op) {
   if (!op.source) op.source = currentSource();
   if (inPipeline) {
+    growRank(rank, 1);
     collected.push_back({uint32_t(rank), tb, std::move(op)});
     return;
   }
   auto &t = gpu(rank).tb(tb);
+  growRank(rank, 1);
   if (t.ops.empty()) packOp(t.packed, op); // see PackedOps (IR.h)
   else t.ops.push_back(std::move(op));
 }
@@ -132,6 +134,7 @@ void Program::Impl::addOperationCopy(int64_t rank, uint32_t tb, Op &op) {
   if (!inPipeline) {
     auto &t = gpu(rank).tb(tb);
     if (t.ops.empty()) {
+      growRank(rank, 1);
       packOp(t.packed, op);
       return;
     }
@@ -178,8 +181,16 @@ Program::Program(ProgramOptions o) : impl_(std::make_unique<Impl>()) {
     g.outputChunks = o.collective.outputChunks;
   }
   impl_->barriers.resize(size_t(o.numRanks));
+  impl_->countedTbs.assign(size_t(o.numRanks), 0);
   ir.options = std::move(o);
 }
+
+void Program::setMaxPlanSize(uint64_t limit) {
+  int64_t instances = impl_->ir.options.instances;
+  impl_->maxPlanSizePerInstance = instances > 0 ? limit / uint64_t(instances) : UINT64_MAX;
+}
+
+uint64_t Program::planSize() const { return impl_->planSize; }
 
 Program::~Program() = default;
 
@@ -210,6 +221,7 @@ Semaphore Program::semaphore(int64_t r, int64_t initialValue) {
   if (initialValue < INT32_MIN || initialValue > INT32_MAX)
     throw DslError("Semaphore initial value " + std::to_string(initialValue) + " does not fit in 32 bits.");
   auto &g = impl_->gpu(r);
+  impl_->grow(1);
   g.semaphores.push_back(initialValue);
   return Semaphore(this, r, uint32_t(g.semaphores.size() - 1));
 }
@@ -245,6 +257,7 @@ void Program::exitPipeline() {
     }
     pipelines[it->second].ops.push_back(std::move(c.op));
   }
+  im.planSize -= im.collected.size(); // the collected ops move into the pipeline ops (one each)
   im.collected.clear();
   for (size_t i = 0; i < pipelines.size(); ++i) im.addOperation(keys[i].first, keys[i].second, std::move(pipelines[i]));
 }

@@ -83,6 +83,7 @@ MemoryChannel Program::memoryChannel(int64_t dst, int64_t src) {
   bool seen = false;
   for (auto t : g.channelTypeOrder) seen |= t == ChannelType::Memory;
   if (!seen) g.channelTypeOrder.push_back(ChannelType::Memory);
+  impl_->grow(1);
   g.memoryConnectedTo.push_back(uint32_t(dst));
   return MemoryChannel(this, uint32_t(g.memoryConnectedTo.size() - 1), dst, src);
 }
@@ -93,6 +94,7 @@ PortChannel Program::portChannel(int64_t dst, int64_t src) {
   bool seen = false;
   for (auto t : g.channelTypeOrder) seen |= t == ChannelType::Port;
   if (!seen) g.channelTypeOrder.push_back(ChannelType::Port);
+  impl_->grow(1);
   g.portConnectedTo.push_back(uint32_t(dst));
   return PortChannel(this, uint32_t(g.portConnectedTo.size() - 1), dst, src);
 }
@@ -101,6 +103,7 @@ SwitchChannel Program::switchChannel(const std::vector<int64_t> &rankList, Buffe
   int64_t n = numRanks();
   for (int64_t r : rankList)
     if (r < 0 || r >= n) throw DslError("One or more ranks in " + pyList(rankList) + " are out of bounds. Number of ranks: " + s(n));
+  impl_->grow(rankList.size());
   Impl::SwitchRec rec;
   rec.ranks = rankList;
   rec.bufferType = bufferType;

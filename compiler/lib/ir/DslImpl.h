@@ -38,6 +38,27 @@ struct Program::Impl {
   struct Collected { uint32_t rank; uint32_t tb; Op op; };
   std::vector<Collected> collected;
 
+  /// The plan's size so far, per instance, counted as checkPlanSize (Elaborate.cpp) counts it:
+  /// ops, threadblocks, channels and semaphores of all ranks. grow() throws PlanTooLarge past
+  /// `maxPlanSizePerInstance` (Program::setMaxPlanSize), so a program too large for the limit
+  /// fails at the call that crossed it, in memory proportional to the limit.
+  uint64_t planSize = 0;
+  uint64_t maxPlanSizePerInstance = UINT64_MAX;
+  std::vector<uint32_t> countedTbs; ///< Per rank: threadblocks already in planSize.
+  void grow(uint64_t n) {
+    planSize += n;
+    if (planSize > maxPlanSizePerInstance)
+      throw PlanTooLarge(planSize, maxPlanSizePerInstance);
+  }
+  /// grow() by the threadblocks rank `rank` gained since the last call, plus `ops`.
+  void growRank(int64_t rank, uint64_t ops) {
+    uint32_t &counted = countedTbs[size_t(rank)];
+    uint32_t now = uint32_t(gpu(rank).threadblocks.size());
+    uint64_t tbs = now - counted;
+    counted = now;
+    grow(tbs + ops);
+  }
+
   int64_t numRanks() const { return ir.options.numRanks; }
   GpuIR &gpu(int64_t rank) { return ir.gpus[size_t(rank)]; }
 

@@ -31,9 +31,8 @@ unsigned channelSlot(ChannelType t) {
 
 // threadblock.py add_channel.
 uint32_t ThreadBlockIR::addChannel(ChannelType type, uint32_t gpuId) {
-  auto &lookup = channelLocal[channelSlot(type)];
-  if (lookup.size() <= gpuId) lookup.resize(gpuId + 1, 0);
-  if (lookup[gpuId]) return lookup[gpuId] - 1;
+  auto [found, inserted] = channelLocal[channelSlot(type)].try_emplace(gpuId, 0);
+  if (!inserted) return found->second;
   TbChannelList *list = nullptr;
   for (auto &c : channels)
     if (c.type == type) list = &c;
@@ -42,15 +41,14 @@ uint32_t ThreadBlockIR::addChannel(ChannelType type, uint32_t gpuId) {
     list = &channels.back();
   }
   list->ids.push_back(gpuId);
-  lookup[gpuId] = uint32_t(list->ids.size());
-  return uint32_t(list->ids.size() - 1);
+  found->second = uint32_t(list->ids.size() - 1);
+  return found->second;
 }
 
 // threadblock.py add_remote_buffer.
 uint32_t ThreadBlockIR::addRemoteBuffer(ChannelType access, uint32_t gpuId) {
-  auto &lookup = remoteLocal[channelSlot(access) & 1];
-  if (lookup.size() <= gpuId) lookup.resize(gpuId + 1, 0);
-  if (lookup[gpuId]) return lookup[gpuId] - 1;
+  auto [found, inserted] = remoteLocal[channelSlot(access) & 1].try_emplace(gpuId, 0);
+  if (!inserted) return found->second;
   TbRemoteBufferList *list = nullptr;
   for (auto &r : remoteBuffers)
     if (r.type == access) list = &r;
@@ -59,8 +57,8 @@ uint32_t ThreadBlockIR::addRemoteBuffer(ChannelType access, uint32_t gpuId) {
     list = &remoteBuffers.back();
   }
   list->ids.push_back(gpuId);
-  lookup[gpuId] = uint32_t(list->ids.size());
-  return uint32_t(list->ids.size() - 1);
+  found->second = uint32_t(list->ids.size() - 1);
+  return found->second;
 }
 
 ThreadBlockIR &GpuIR::tb(uint32_t t) {

@@ -116,6 +116,17 @@ bool Verifier::setup() {
     rr.semClocks.assign(plan_.gpus[r].semaphores.size(), {});
   }
   N_ = 2 * T_ + n_;
+  // Every threadblock holds a clock of N_ ticks and a pending one: memory quadratic in the
+  // threadblocks, so decided here, before any is allocated (issue: bounded resources).
+  const unsigned __int128 clockBytes = (unsigned __int128)2 * T_ * N_ * sizeof(Tick);
+  if (clockBytes > opt_.maxClockBytes) {
+    fail(FindingKind::Unsupported, "",
+         "the plan has " + std::to_string(T_) + " threadblocks over all ranks: verifying it needs " +
+             std::to_string(uint64_t(clockBytes >> 20)) + " MiB of vector clocks, more than the limit of " +
+             std::to_string(opt_.maxClockBytes >> 20) +
+             " MiB (VerifyOptions::maxClockBytes); verify the same algorithm with fewer chunks or ranks");
+    return false;
+  }
   clock_.assign(N_, {});
   pending_.assign(T_, {});
   pendingDirty_.assign(T_, 0);

@@ -53,7 +53,7 @@ struct MscclcOptions {
   bool compact = false;                   ///< --compact (JSON without indentation)
   int64_t maxLoopIterations = 50'000'000; ///< --max-loop-iterations
   unsigned maxCallDepth = 200;            ///< --max-call-depth (at most 100000)
-  uint64_t maxPlanSize = uint64_t(1) << 26; ///< --max-plan-size: ops, threadblocks, channels, semaphores
+  uint64_t maxPlanSize = uint64_t(1) << 22; ///< --max-plan-size: ops, threadblocks, channels, semaphores
   bool verifyIrEach = false;              ///< --verify-ir-each: run the IR verifier after every pass
   std::string sourceMap;                  ///< --source-map FILE: plan op path -> .msccl call (JSON); "" = none
   std::string stdlibDir;                  ///< "" = elab::defaultStdlibDir().

@@ -41,7 +41,7 @@ struct ElabOptions {
   unsigned maxCallDepth = 200;
   /// Limit on the plan's size: ops, threadblocks, channels and semaphores of all ranks, times
   /// `instances` (err_plan_too_large). The default is about 90 times the largest benchmark plan.
-  uint64_t maxPlanSize = uint64_t(1) << 26;
+  uint64_t maxPlanSize = uint64_t(1) << 22;
   /// Where print(...) writes (stderr by default).
   llvm::raw_ostream *printStream = nullptr;
 };

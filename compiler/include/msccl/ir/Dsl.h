@@ -58,6 +58,19 @@ private:
   uint32_t related_ = 0;
 };
 
+/// The DslError of a program that grew past Program::setMaxPlanSize: `perInstance` entities
+/// (ops, threadblocks, channels, semaphores of all ranks, one instance) so far, more than
+/// `limitPerInstance` (the limit divided by the instances). The elaborator reports it as
+/// err_plan_too_large at the call that crossed the limit.
+class PlanTooLarge : public DslError {
+public:
+  PlanTooLarge(uint64_t perInstance, uint64_t limitPerInstance)
+      : DslError("the plan would have more than " + std::to_string(limitPerInstance) +
+                 " ops, threadblocks, channels and semaphores per instance"),
+        perInstance(perInstance), limitPerInstance(limitPerInstance) {}
+  uint64_t perInstance, limitPerInstance;
+};
+
 // --- Enums (internal/types.py, utils.py) ------------------------------------------------
 
 /// BufferType.{input, output, scratch}; JSON "i" "o" "s".
@@ -403,6 +416,13 @@ public:
   /// (SourceTable::add) and returns its id; called at most once per setSource, only when an op
   /// is added.
   void setContextProvider(std::function<uint32_t(SourceTable &, llvm::SMLoc)> provider);
+
+  /// Limit the plan to `limit` ops, threadblocks, channels and semaphores over all ranks and
+  /// instances (mscclc --max-plan-size): a call that would grow the program past
+  /// limit / instances per instance throws PlanTooLarge. Default: no limit.
+  void setMaxPlanSize(uint64_t limit);
+  /// Ops, threadblocks, channels and semaphores of all ranks so far, for one instance.
+  uint64_t planSize() const;
 
   /// The program's IR (user ops as called, before any pass).
   const ProgramIR &ir() const;

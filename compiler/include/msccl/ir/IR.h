@@ -18,6 +18,7 @@
 #include "msccl/ir/PySet.h"
 #include "msccl/plan/OpTable.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/SMLoc.h>
 
@@ -153,10 +154,12 @@ struct ThreadBlockIR {
   /// Register GPU-level remote buffer `gpuId` for `access`; returns its tb-local position.
   uint32_t addRemoteBuffer(ChannelType access, uint32_t gpuId);
 
-  // Lookup tables GPU-level id -> tb-local position + 1 (0 = absent), per type
-  // (index: 0 memory, 1 port, 2 switch). Rebuilt by replication.
-  std::vector<uint32_t> channelLocal[3];
-  std::vector<uint32_t> remoteLocal[2];
+  // Lookup tables GPU-level id -> tb-local position, per type (index: 0 memory, 1 port,
+  // 2 switch). Hash maps, not vectors indexed by the GPU-level id: a threadblock uses a few of
+  // its rank's channels, and a dense table per threadblock made a ring of n threadblocks (each
+  // on its own channel) O(n^2) in memory (17 GB at n = 65536).
+  llvm::DenseMap<uint32_t, uint32_t> channelLocal[3];
+  llvm::DenseMap<uint32_t, uint32_t> remoteLocal[2];
 };
 
 struct SwitchChannelDecl {

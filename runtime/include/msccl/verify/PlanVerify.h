@@ -102,6 +102,11 @@ struct VerifyOptions {
   /// Treat rlxsignal/rlxwait as release/acquire. verifyPlan uses it internally to tell races
   /// that only a relaxed handshake leaves unordered (reported as warnings) from the others.
   bool relaxedOrdersData = false;
+  /// The vector clocks of the race checker take 2 x T x (2T + ranks) x 2 bytes for T
+  /// threadblocks (all ranks): a plan above this many bytes is not verified (an Unsupported
+  /// finding naming the sizes) instead of exhausting memory. 4 GiB verifies up to about
+  /// 23,000 threadblocks (e.g. 64 ranks of 360).
+  uint64_t maxClockBytes = uint64_t(4) << 30;
 };
 
 struct VerifyStats {
