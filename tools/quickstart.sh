@@ -69,17 +69,18 @@ if [[ $mode == fuzz ]]; then
   # runtime's op code is the CPU executor's, which the other tests run under the sanitizers.
   (cd "$fbuild" && ctest --output-on-failure -j "$jobs" -E '^(editor|cuda|mpi|nccl|python)\.')
   status=0
-  for target in compile plan cpu; do
-    dict=plan.dict seeds=plan
-    [[ $target == compile ]] && dict=compile.dict seeds=source
+  for target in compile plan cpu rendezvous; do
+    dict=(-dict=plan.dict) seeds=(seeds/plan)
+    [[ $target == compile ]] && dict=(-dict=compile.dict) seeds=(seeds/source)
+    [[ $target == rendezvous ]] && dict=() seeds=() # binary messages: its regressions are its seeds
     corpus="$fbuild/fuzz/corpus/$target"
     mkdir -p "$corpus"
     echo "== fuzzing $target for ${seconds}s"
     log="$fbuild/fuzz/$target.log"
     # -timeout: one input may take at most 10 s (a hang is a failure); -rss_limit_mb: memory.
     if ! (cd "$fbuild/fuzz" && "./msccl-fuzz-$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2560 \
-            -print_final_stats=1 -dict="$dict" -artifact_prefix="$fbuild/fuzz/$target-" \
-            "$corpus" "seeds/$seeds" "$root/fuzz/regressions/$target") >"$log" 2>&1; then
+            -print_final_stats=1 "${dict[@]}" -artifact_prefix="$fbuild/fuzz/$target-" \
+            "$corpus" "${seeds[@]}" "$root/fuzz/regressions/$target") >"$log" 2>&1; then
       echo "FAIL: msccl-fuzz-$target found a problem (log: $log):"
       grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -20
       status=1

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,17 +166,16 @@ TEST_CASE("an exchange after the rendezvous names the rank it waits for within M
 }
 
 #ifdef MSCCL_TEST_HAVE_ZMQ
-TEST_CASE("a process without the id's key can neither join nor abort the job", "[bootstrap][hostile]") {
-  // A local attacker learns the endpoint (ss -ltn) and the nonce (it names the /dev/shm
-  // segments), and forges well-formed frames: a hello as rank 1 (which used to win the rank and
-  // lock the real one out) and an abort with its own exit code (which rank 0 used to obey,
-  // exiting this test process with code 77). Without the CURVE key its handshake fails and no
-  // byte reaches rank 0.
-  UniqueId id = Communicator::createUniqueId();
+namespace {
+/// A local attacker's forged frames: it learns the endpoint (ss -ltn) and the nonce (it names
+/// the /dev/shm segments) and sends well-formed frames from a plain socket and from a CURVE one
+/// with a guessed server key: a hello as rank 1 (which used to win the rank and lock the real
+/// one out) and an abort with its own exit code 77 (which rank 0 used to obey, exiting this test
+/// process). Returns the open sockets (closed by closeForged).
+std::vector<void *> forgePeers(void *ctx, const UniqueId &id) {
   uint64_t nonce;
   std::memcpy(&nonce, id.bytes + 8, sizeof nonce);
   const std::string endpoint(reinterpret_cast<const char *>(id.bytes) + 48);
-  REQUIRE(endpoint.rfind("tcp://", 0) == 0);
   struct Frame {
     uint64_t nonce;
     uint32_t kind;
@@ -183,7 +183,6 @@ TEST_CASE("a process without the id's key can neither join nor abort the job", "
     uint64_t seq;
     int64_t value;
   };
-  void *ctx = zmq_ctx_new();
   std::vector<void *> sockets;
   for (int curve = 0; curve < 2; ++curve) { // plain, and CURVE with a guessed server key
     void *s = zmq_socket(ctx, ZMQ_DEALER);
@@ -197,20 +196,76 @@ TEST_CASE("a process without the id's key can neither join nor abort the job", "
       zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40);
       zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40);
     }
-    REQUIRE(zmq_connect(s, endpoint.c_str()) == 0);
+    if (zmq_connect(s, endpoint.c_str()) != 0)
+      continue;
     Frame hello{nonce, 1, 1, 0, 2}, abort{nonce, 6, 1, 0, 77};
     zmq_send(s, &hello, sizeof hello, ZMQ_DONTWAIT);
     zmq_send(s, &abort, sizeof abort, ZMQ_DONTWAIT);
     sockets.push_back(s);
   }
+  return sockets;
+}
+void closeForged(void *ctx, const std::vector<void *> &sockets) {
+  for (void *s : sockets)
+    zmq_close(s);
+  zmq_ctx_term(ctx);
+}
+} // namespace
+
+TEST_CASE("a process without the id's key can neither join nor abort the job", "[bootstrap][hostile]") {
+  // Without the CURVE key the attacker's handshake fails and no byte reaches rank 0.
+  UniqueId id = Communicator::createUniqueId();
+  REQUIRE(std::string(reinterpret_cast<const char *>(id.bytes) + 48).rfind("tcp://", 0) == 0);
+  void *ctx = zmq_ctx_new();
+  std::vector<void *> sockets = forgePeers(ctx, id);
+  REQUIRE(sockets.size() == 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   onRanks(id, 2, [&](int r, Communicator &c) {
     const uint64_t sum = c.allReduceSum(uint64_t(r + 1));
     RCHECK(sum == 3);
   });
-  for (void *s : sockets)
-    zmq_close(s);
-  zmq_ctx_term(ctx);
+  closeForged(ctx, sockets);
+}
+
+TEST_CASE("another user's forged peers can neither join nor abort the job", "[bootstrap][hostile]") {
+  // The same attack from a process of another user (nobody, uid 65534), as on a shared node.
+  // Only root can start one: elsewhere the test says so and checks nothing.
+  if (geteuid() != 0) {
+    WARN("skipped: not root, so no process of another user can be started here");
+    return;
+  }
+  UniqueId id = Communicator::createUniqueId();
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) { // the attacker: drop to nobody first, then a ZeroMQ context of its own
+    close(ready[0]);
+    int code = setgroups(0, nullptr) == 0 && setgid(65534) == 0 && setuid(65534) == 0 && getuid() == 65534 ? 0 : 3;
+    void *ctx = zmq_ctx_new();
+    std::vector<void *> sockets = code ? std::vector<void *>{} : forgePeers(ctx, id);
+    if (!code && sockets.size() != 2)
+      code = 4;
+    char byte = char(code);
+    (void)!write(ready[1], &byte, 1);
+    std::this_thread::sleep_for(std::chrono::seconds(2)); // keep trying while the job runs
+    closeForged(ctx, sockets);
+    _exit(code);
+  }
+  close(ready[1]);
+  char byte = 9;
+  REQUIRE(read(ready[0], &byte, 1) == 1);
+  close(ready[0]);
+  REQUIRE(int(byte) == 0); // the attacker runs as nobody and its frames are on their way
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  onRanks(id, 2, [&](int r, Communicator &c) {
+    const uint64_t sum = c.allReduceSum(uint64_t(r + 1));
+    RCHECK(sum == 3);
+  });
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 #endif
 

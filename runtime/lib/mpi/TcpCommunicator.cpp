@@ -23,6 +23,7 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "CommunicatorImpl.h"
+#include "Rendezvous.h"
 
 #include "msccl/runtime/Executor.h"
 
@@ -176,20 +177,7 @@ std::string hostKey() {
   return std::string(name) + "/" + boot;
 }
 
-enum Kind : uint32_t { Hello = 1, Welcome = 2, Refused = 3, Gather = 4, Gathered = 5, Abort = 6, Closed = 7 };
-
-struct Header {
-  uint64_t nonce;
-  uint32_t kind;
-  int32_t rank;
-  uint64_t seq;
-  int64_t value; // Hello: size; Abort: exit code
-};
-
-struct Message {
-  Header h{};
-  std::string data;
-};
+using namespace rendezvous; // Kind, Header, Message, encode/decode, RootRendezvous (Rendezvous.h)
 
 struct TcpComm final : Communicator::Impl {
   void *sock = nullptr;
@@ -220,11 +208,7 @@ struct TcpComm final : Communicator::Impl {
 
   // --- messages -----------------------------------------------------------------------
   void sendTo(int rank, uint32_t kind, uint64_t s, int64_t value, const void *data, size_t bytes) {
-    Header h{nonce, kind, this->rank, s, value};
-    std::string buf(sizeof h + bytes, '\0');
-    std::memcpy(buf.data(), &h, sizeof h);
-    if (bytes)
-      std::memcpy(buf.data() + sizeof h, data, bytes);
+    const std::string buf = encode(Header{nonce, kind, this->rank, s, value}, data, bytes);
     if (this->rank == 0) {
       const std::string &id = routes.at(size_t(rank));
       if (zmq_send(sock, id.data(), id.size(), ZMQ_SNDMORE) < 0 || zmq_send(sock, buf.data(), buf.size(), 0) < 0)
@@ -270,14 +254,8 @@ struct TcpComm final : Communicator::Impl {
         more = zmq_msg_more(&part);
         zmq_msg_close(&part);
       } while (more);
-      const std::string &body = parts.back();
-      if (body.size() < sizeof(Header))
-        continue; // not ours
-      std::memcpy(&m.h, body.data(), sizeof m.h);
-      if (m.h.nonce != nonce)
-        continue; // a stray peer of another job
-      m.data = body.substr(sizeof m.h);
-      route = parts.size() > 1 ? parts.front() : std::string();
+      if (!decode(parts, nonce, m, route))
+        continue; // not ours, or a stray peer of another job
       if (m.h.kind == Closed) {
         broken = true;
         fail("rank 0 left the job after an abandoned exchange");
@@ -630,49 +608,24 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std
   std::vector<std::string> hosts(static_cast<size_t>(size));
   if (rank == 0) {
     impl->sock = rootSocket ? rootSocket : bindRoot(endpoint, key);
-    hosts[0] = me;
-    std::vector<bool> have(size_t(size), false);
-    have[0] = true;
+    RootRendezvous rdv(size, me);
     std::string error;
-    int got = 1;
-    std::vector<std::string> strays; // routes of processes refused before their rank was known
-    while (got < size && error.empty()) {
+    while (!rdv.complete() && !rdv.failed()) {
       Message m;
       std::string route;
       if (!impl->receive(m, deadline, route)) {
-        std::string missing;
-        for (int r = 0; r < size; ++r)
-          if (!have[size_t(r)])
-            missing += (missing.empty() ? "" : ",") + std::to_string(r);
-        error = "ranks {" + missing + "} did not join " + endpoint + " within " + std::to_string(int(impl->timeout)) +
+        error = "ranks {" + rdv.missing() + "} did not join " + endpoint + " within " + std::to_string(int(impl->timeout)) +
                 " s (MSCCL_BOOTSTRAP_TIMEOUT)";
         break;
       }
-      if (m.h.kind != Hello)
-        continue;
-      int r = m.h.rank;
-      if (m.h.value != size)
-        error = "rank " + std::to_string(r) + " joined a job of " + std::to_string(m.h.value) + " ranks, rank 0 one of " +
-                std::to_string(size);
-      else if (r <= 0 || r >= size)
-        error = "a process joined as rank " + std::to_string(r) + " of " + std::to_string(size);
-      else if (have[size_t(r)])
-        error = "two processes joined as rank " + std::to_string(r);
-      else if (m.data != me)
-        error = "rank " + std::to_string(r) + " runs on another host (" + m.data + ", rank 0 on " + me +
-                "): the unique-id bootstrap is for one machine; launch multi-node jobs with mpirun";
-      if (!error.empty()) {
-        strays.push_back(route);
-      } else {
-        have[size_t(r)] = true;
-        hosts[size_t(r)] = m.data;
-        impl->routes[size_t(r)] = route;
-        ++got;
-      }
+      rdv.offer(m, route);
     }
+    impl->routes = rdv.routes();
+    if (rdv.failed())
+      error = rdv.error();
     if (!error.empty()) {
-      // Tell every process that said hello (the stray one through a spare route slot).
-      for (const std::string &route : strays)
+      // Tell every process that said hello (the refused one through a spare route slot).
+      for (const std::string &route : rdv.strays())
         impl->routes.push_back(route);
       for (size_t r = 1; r < impl->routes.size(); ++r)
         if (!impl->routes[r].empty())
@@ -684,9 +637,7 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std
       impl->sock = nullptr;
       fail(error);
     }
-    std::string all;
-    for (auto &h : hosts)
-      all += h + '\n';
+    const std::string all = rdv.welcome();
     for (int r = 1; r < size; ++r)
       impl->sendTo(r, Welcome, 0, 0, all.data(), all.size());
   } else {
@@ -723,11 +674,11 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std
       impl->sock = nullptr;
       fail(m.data);
     }
-    size_t pos = 0;
-    for (int r = 0; r < size; ++r) {
-      size_t nl = m.data.find('\n', pos);
-      hosts[size_t(r)] = m.data.substr(pos, nl - pos);
-      pos = nl + 1;
+    std::string parseError;
+    if (!parseWelcome(m.data, size, hosts, parseError)) {
+      closeSocket(impl->sock);
+      impl->sock = nullptr;
+      fail(parseError);
     }
   }
   std::vector<int> colors(static_cast<size_t>(size));
