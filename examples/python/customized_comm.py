@@ -4,8 +4,8 @@
 
 torchrun sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT. The script starts two process
 groups side by side: torch.distributed on the gloo backend (which takes MASTER_PORT for its
-store) and an msccl Communicator bootstrapped from the same variables (msccl uses MASTER_PORT + 1,
-or MSCCL_BOOTSTRAP_PORT; no MPI). CustomizedComm.all_reduce selects a registered plan for the
+store) and an msccl Communicator whose unique id rank 0 hands out through that store (as PyTorch
+does for NCCL's; no MPI). CustomizedComm.all_reduce selects a registered plan for the
 tensor's size and runs it in place on the tensor's memory through data_ptr(); every result is
 checked against torch.distributed.all_reduce on gloo. Exits non-zero on any difference.
 """

@@ -58,18 +58,62 @@ def compile(file=None, *, source=None, defines=None, include_dirs=(), options=No
                            cache_dir=None if cache_dir is None else _os.fspath(cache_dir), info=info)
 
 
+_store_generation = [0]
+
+
+def _launcher_store():
+    """torch.distributed's store when this job has one: the default group's (after
+    init_process_group), else torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True, at
+    MASTER_ADDR:MASTER_PORT). None without torch or either store."""
+    try:
+        import torch.distributed as dist
+    except Exception:  # noqa: BLE001 - no torch (or a broken one): no store
+        return None
+    try:
+        if dist.is_available() and dist.is_initialized():
+            return dist.distributed_c10d._get_default_store()
+        if _os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            import datetime
+            return dist.TCPStore(_os.environ["MASTER_ADDR"], int(_os.environ["MASTER_PORT"]),
+                                 int(_os.environ["WORLD_SIZE"]), False, datetime.timedelta(seconds=300))
+    except Exception:  # noqa: BLE001 - a store we cannot reach: the environment path says why
+        return None
+    return None
+
+
 def _from_env(backend="cpu"):
     """This process's communicator, from how it was launched.
 
-    torchrun (and other launchers that set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
-    unique-id bootstrap over TCP at MASTER_ADDR, port MSCCL_BOOTSTRAP_PORT or MASTER_PORT + 1 (the
-    launcher's own store keeps MASTER_PORT); no MPI. mpirun/srun: MPI (as from_mpi()).
+    torchrun (and other launchers that set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), in this
+    order:
+    * MSCCL_BOOTSTRAP_SECRET set: the unique-id bootstrap over TCP at MASTER_ADDR, port
+      MSCCL_BOOTSTRAP_PORT or MASTER_PORT + 1, keyed by that secret (docs/integration.md);
+    * the launcher's store reachable (torch.distributed initialized, or torchrun's agent store):
+      rank 0 makes a unique id (a fresh random key, a port the OS picks) and hands it to the other
+      ranks through the store, as PyTorch hands out NCCL's ncclUniqueId;
+    * otherwise the unique-id bootstrap at MASTER_PORT + 1, keyed by TORCHELASTIC_RUN_ID (a warning
+      says when the key derives from public data only).
+    mpirun/srun: MPI (as from_mpi()). No MPI in the torchrun paths.
     Raises msccl.Error when neither describes the job.
     """
     if backend != "cpu":
         raise ArgumentError("from_env: only the cpu backend is bootstrapped from the environment")
     if all(v in _os.environ for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
-        return Communicator._from_environment()
+        store = None if _os.environ.get("MSCCL_BOOTSTRAP_SECRET") else _launcher_store()
+        if store is None:
+            return Communicator._from_environment()
+        rank, size = int(_os.environ["RANK"]), int(_os.environ["WORLD_SIZE"])
+        # Every rank calls from_env the same number of times: the n-th call uses the n-th key.
+        # A restarted worker group (TORCHELASTIC_RESTART_COUNT) never reads an earlier attempt's id.
+        key = "msccl/attempt_%s/unique_id/%d" % (_os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"),
+                                                 _store_generation[0])
+        _store_generation[0] += 1
+        if rank == 0:
+            uid = get_unique_id()
+            store.set(key, uid)
+        else:
+            uid = bytes(store.get(key))
+        return Communicator.init_rank(uid, size, rank)
     if Communicator.launched_by_mpi():
         return Communicator.from_mpi()
     raise Error("Communicator.from_env: set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun does) "
