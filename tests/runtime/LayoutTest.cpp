@@ -167,6 +167,12 @@ TEST_CASE("scratch above MSCCL_MAX_SCRATCH_BYTES is refused before allocation", 
   CHECK_THAT(errorOf([&] { scratchBytes(small, 0, s, false); }), Catch::Contains("limit of 1000 B"));
   ::setenv("MSCCL_MAX_SCRATCH_BYTES", "2048", 1);
   CHECK(scratchBytes(small, 0, s, false) == 3 * 512);
+  // A malformed value is an error naming the variable, not a silent default.
+  for (const char *bad : {"64G", "-1", "0", "1e9", " 5", "99999999999999999999999"}) {
+    ::setenv("MSCCL_MAX_SCRATCH_BYTES", bad, 1);
+    CHECK_THAT(errorOf([&] { scratchBytes(small, 0, s, false); }),
+               Catch::Contains("MSCCL_MAX_SCRATCH_BYTES=\"" + std::string(bad) + "\" is not a positive decimal"));
+  }
   ::unsetenv("MSCCL_MAX_SCRATCH_BYTES");
   CHECK(maxScratchBytes() == kDefaultMaxScratchBytes);
 }

@@ -160,13 +160,15 @@ uint64_t scratchBytes(const Plan &plan, uint32_t rank, const ChunkLayout &layout
 
 uint64_t maxScratchBytes() {
   const char *e = std::getenv("MSCCL_MAX_SCRATCH_BYTES");
-  if (e && *e) {
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(e, &end, 10);
-    if (errno == 0 && end && *end == '\0' && v > 0) return v;
-  }
-  return kDefaultMaxScratchBytes;
+  if (!e || !*e) return kDefaultMaxScratchBytes;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(e, &end, 10);
+  if (errno != 0 || !end || *end != '\0' || v == 0 || *e == '-' || *e == '+' || *e == ' ')
+    throw ExecutionError(ErrorKind::Unsupported, std::string("MSCCL_MAX_SCRATCH_BYTES=\"") + e +
+                                                         "\" is not a positive decimal byte count (unset it for the "
+                                                         "default of 64 GiB)");
+  return v;
 }
 
 } // namespace msccl::runtime

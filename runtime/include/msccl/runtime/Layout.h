@@ -82,8 +82,9 @@ uint64_t scratchBytes(const plan::Plan &plan, uint32_t rank, const ChunkLayout &
 /// Default limit on one rank's scratch allocation: 64 GiB (more than an H200's memory per rank
 /// that a plan may sensibly ask for; a plan asking more is hostile or broken).
 constexpr uint64_t kDefaultMaxScratchBytes = uint64_t(64) << 30;
-/// The limit in force: MSCCL_MAX_SCRATCH_BYTES (a positive decimal byte count) when set and
-/// well-formed, else kDefaultMaxScratchBytes.
+/// The limit in force: MSCCL_MAX_SCRATCH_BYTES (a positive decimal byte count) when set, else
+/// kDefaultMaxScratchBytes. Throws ExecutionError(Unsupported) naming the variable when it is
+/// set to anything else (as MSCCL_TIMEOUT and MSCCL_BOOTSTRAP_TIMEOUT refuse theirs).
 uint64_t maxScratchBytes();
 
 } // namespace msccl::runtime
