@@ -166,7 +166,10 @@ TEST_CASE("the race checker is off by default and changes no result", "[races]")
 // reads it, an unflushed last port put, LL scratch reused without the double buffer, a relaxed exit
 // handshake (a warning). Each carries x_expect {kind: ok|race|warning, contains: [...]}. The
 // checker must report exactly that, the verifier must agree, and the old lockstep model
-// (raceCheckLaunches = false) must miss every one of them.
+// (raceCheckLaunches = false) must miss every one of them. launch_race_inplace_rank0_entry: an
+// in-place AllGather whose rank 1 puts into rank 0's output before rank 0's kernel starts; rank
+// 0's input is the first block of its output (same pointer), which the checker once took for the
+// whole output, missing the race.
 TEST_CASE("the launch model: entry/exit handshakes, reuse across launches, flush, LL scratch", "[races]") {
   const std::vector<std::string> files = msccl::test::jsonFiles(msccl::test::plansDir() + "-launch");
   REQUIRE(files.size() >= 7);

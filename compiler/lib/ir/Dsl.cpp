@@ -232,6 +232,12 @@ void Program::enterPipeline(int64_t unit, int64_t numChunks) {
   if (unit < 0 || numChunks < 0)
     throw DslError("LoopIterationContext unit and num_chunks must be non-negative (got unit=" + std::to_string(unit) +
                    ", num_chunks=" + std::to_string(numChunks) + ").");
+  if (unit == 0 || unit % 16 != 0) // ours (Python accepts any): docs/language.md, pipelines
+    throw DslError("LoopIterationContext unit " + std::to_string(unit) +
+                   " is not a positive multiple of 16 bytes (each iteration moves whole 16-byte vectors); use " +
+                   (unit < 16 ? std::string("16")
+                              : std::to_string(unit / 16 * 16) + " or " + std::to_string((unit / 16 + 1) * 16)) +
+                   ".");
   impl_->inPipeline = true;
   impl_->pipelineUnit = unit;
   impl_->pipelineNumChunks = numChunks;

@@ -109,8 +109,21 @@ void RaceChecker::hostAccess(uint32_t rank, bool write, bool start) {
   now.write = write;
   if (rs.input && rs.inputBytes)
     check(now, rs.input, rs.inputBytes, rank, BufferType::Input, 0);
-  if (rs.output && rs.outputBytes && rs.output != rs.input)
+  if (!rs.output || !rs.outputBytes)
+    return;
+  // The output's bytes outside the input's (byte ranges, not pointers: an in-place AllGather's
+  // input is one block of its output, at offset 0 on rank 0).
+  const uintptr_t out = uintptr_t(rs.output), outEnd = out + rs.outputBytes;
+  const uintptr_t in = rs.input && rs.inputBytes ? uintptr_t(rs.input) : outEnd;
+  const uintptr_t inEnd = rs.input && rs.inputBytes ? in + rs.inputBytes : outEnd;
+  if (inEnd <= out || in >= outEnd) { // disjoint
     check(now, rs.output, rs.outputBytes, rank, BufferType::Output, 0);
+    return;
+  }
+  if (in > out)
+    check(now, rs.output, in - out, rank, BufferType::Output, 0);
+  if (inEnd < outEnd)
+    check(now, rs.output + (inEnd - out), outEnd - inEnd, rank, BufferType::Output, inEnd - out);
 }
 
 void RaceChecker::join(Clock &into, const Clock &from) {

@@ -399,7 +399,9 @@ public:
   Semaphore semaphore(int64_t rank, int64_t initialValue);
 
   /// `with LoopIterationContext(unit, num_chunks)`: enter / exit. Entering while one is active ->
-  /// "Nested Pipelines are not Supported."; exiting without one -> "No pipeline is active." (ours).
+  /// "Nested Pipelines are not Supported."; a unit that is not a positive multiple of 16 bytes
+  /// (ours) -> "LoopIterationContext unit U is not a positive multiple of 16 bytes ..."; exiting
+  /// without one -> "No pipeline is active." (ours).
   /// While active every op is collected; on exit one `pipeline` op per (rank, tb), in order of first
   /// appearance, is appended to its tb. unit is in bytes.
   void enterPipeline(int64_t unit, int64_t numChunks);
