@@ -5,13 +5,18 @@
 // eligible() tests the same conditions without building text (select()'s per-call path; the
 // api.registry test checks that select() and explain() agree on every request it makes).
 // Then the eligible plans are ranked (preferred tags, narrowest range, registration order) or
-// the selector chooses.
+// the selector chooses. A plan is eligible only at sizes its chunks can split (messageSizesFor),
+// so a call never gets a plan that then refuses its size while another could run it.
+// This file is the static library msccl_registry (no compiler in it), linked by libmsccl and by
+// msccl-run, so that `msccl-run --plans` and every API client choose by this one rule;
+// RegistryFiles.cpp (libmsccl) adds the plans of files and directories.
 // The ranks-per-node default is derived from the plan: the rank pairs its memory and switch
 // channels join (loads and stores) must share a node.
 //
 //===------------------------------------------------------------------------------------===//
 #include "Internal.h"
 
+#include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Resolve.h"
 
@@ -71,6 +76,8 @@ bool eligible(const RegisteredPlan &p, const SelectRequest &r) {
     return false;
   if (r.messageBytes < *i.minBytes || r.messageBytes > *i.maxBytes)
     return false;
+  if (!p.plan->variableSizes && !runtime::messageSizesFor(*p.plan, r.messageBytes, nullptr))
+    return false;
   if ((r.inPlace && *i.inPlace == InPlace::OutOfPlace) || (!r.inPlace && *i.inPlace == InPlace::InPlace))
     return false;
   uint32_t rpn = r.ranksPerNode ? r.ranksPerNode : r.worldSize;
@@ -101,6 +108,8 @@ std::string judge(const RegisteredPlan &p, const SelectRequest &r) {
   if (r.messageBytes < *i.minBytes || r.messageBytes > *i.maxBytes)
     return "message size " + bytesText(r.messageBytes) + " (" + std::to_string(r.messageBytes) +
            " bytes) is outside its range [" + bytesText(*i.minBytes) + ", " + bytesText(*i.maxBytes) + "]";
+  if (std::string why; !p.plan->variableSizes && !runtime::messageSizesFor(*p.plan, r.messageBytes, &why))
+    return "cannot run " + std::to_string(r.messageBytes) + " bytes: " + why;
   if (r.inPlace && *i.inPlace == InPlace::OutOfPlace)
     return "the call is in place but the plan is " + std::string(inPlaceText(*i.inPlace));
   if (!r.inPlace && *i.inPlace == InPlace::InPlace)
@@ -273,51 +282,6 @@ const RegisteredPlan &PlanRegistry::add(PlanPtr plan, PlanInfo info) {
   ++impl_->nextIndex;
   impl_->plans.push_back(std::move(rp));
   return *impl_->plans.back();
-}
-
-const RegisteredPlan &PlanRegistry::addFile(const std::string &path, PlanInfo info, const CompileParams &params) {
-  llvm::StringRef ext = llvm::sys::path::extension(path);
-  PlanPtr plan;
-  if (ext == ".msccl" || llvm::StringRef(path).startswith("stdlib:")) {
-    plan = compile(path, params);
-    if (info.source.empty())
-      info.source = "compile:" + path;
-  } else {
-    plan = loadPlan(path);
-    if (info.source.empty())
-      info.source = path;
-  }
-  if (info.name.empty() && !(plan->name && !plan->name->empty()))
-    info.name = llvm::sys::path::stem(path).str();
-  if (info.name.empty() && plan->name && find(*plan->name)) // two files of one program: the file names them
-    info.name = llvm::sys::path::stem(path).str();
-  return add(std::move(plan), std::move(info));
-}
-
-size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &params) {
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    llvm::StringRef ext = llvm::sys::path::extension(it->path());
-    if ((ext == ".json" || ext == ".msccl") && llvm::sys::fs::is_regular_file(it->path()))
-      files.push_back(it->path());
-  }
-  if (ec)
-    throw Error(ErrorCode::System, "cannot read plan directory " + dir + ": " + ec.message());
-  std::sort(files.begin(), files.end());
-  size_t added = 0;
-  for (auto &f : files) {
-    if (llvm::sys::path::extension(f) == ".msccl") {
-      // A library module (no `program`) is not a plan.
-      std::ifstream in(f);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (text.find("program") == std::string::npos)
-        continue;
-    }
-    addFile(f, {}, params);
-    ++added;
-  }
-  return added;
 }
 
 bool PlanRegistry::remove(const std::string &name) {

@@ -161,8 +161,12 @@ TEST_CASE("message-size ranges: inside the range, then the narrowest", "[registr
   reg.add(ring, large);
   CHECK(reg.select(req("allreduce", 4, 1024))->info.name == "small");
   CHECK(reg.select(req("allreduce", 4, 64 * 1024))->info.name == "small");
-  CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 1))->info.name == "large");
-  CHECK(reg.select(req("allreduce", 4, (uint64_t(1) << 30) + 1))->info.name == "any");
+  // Sizes the ring's 4 chunks x 16 B split (a plan is eligible only where it can run).
+  CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 64))->info.name == "large");
+  CHECK(reg.select(req("allreduce", 4, (uint64_t(1) << 30) + 64))->info.name == "any");
+  CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 1)) == nullptr);
+  CHECK_THAT(entry(reg.explain(req("allreduce", 4, 64 * 1024 + 1)), "large").reason,
+             Catch::StartsWith("not eligible: cannot run 65537 bytes: size 65537 B is not a multiple of"));
   auto ex = reg.explain(req("allreduce", 4, 1024));
   CHECK(entry(ex, "large").reason ==
         "not eligible: message size 1KiB (1024 bytes) is outside its range [65537B, 1GiB]");

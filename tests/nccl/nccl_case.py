@@ -65,8 +65,9 @@ def main():
                 problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
-        if not re.search(r"MSCCL INFO rank %d: ncclAllGather 197520 bytes: NCCL \(plan allgather_ring cannot run this "
-                         r"call: .*not a multiple" % rank, p.stderr):
+        # A plan whose chunks cannot split the size is not eligible (PlanRegistry): the explain line says so.
+        if not re.search(r"MSCCL INFO rank %d: ncclAllGather 197520 bytes: NCCL \(no plan: .*allgather_ring \[[^]]*\]: "
+                         r"not eligible: cannot run 197520 bytes: .*not a multiple" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG reason for rank %d's allgather of a size the plan cannot split" % rank)
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 1024 bytes: NCCL \(no plan: request: allreduce, 4 ranks.*"
                          r"in place;.*allreduce_ring \[[^]]*\]: not eligible: the call is in place" % rank, p.stderr):

@@ -82,11 +82,21 @@ TEST_CASE("msccl-run --plans picks a fitting plan per size and names it", "[driv
   INFO(r.out << r.err);
   CHECK(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("ok_allgather_put_2.json"));
-  // Invalid allreduce plans in the folder are skipped with a warning; a valid one runs.
-  Result a = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4K", "-n", "1"});
+  // Invalid allreduce plans in the folder are skipped with a warning; a valid one runs, chosen by
+  // PlanRegistry's rule for the call's mode (no mode given: in place first, then out of place).
+  Result a = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4K", "-n", "1",
+                  "--out-of-place"});
   CHECK(a.rc == 0);
   CHECK_THAT(a.err, Catch::Contains("skipping"));
   CHECK_THAT(a.out, Catch::Contains("ok_allreduce_glre_2.json"));
+  Result in = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4K", "-n", "1"});
+  CHECK(in.rc == 0);
+  CHECK_THAT(in.out, Catch::Contains("ok_allreduce_rre_2.json"));
+  // A size no plan splits: the row is skipped with the registry's explanation.
+  Result odd = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4100", "-n", "1",
+                    "--out-of-place"});
+  CHECK_THAT(odd.out, Catch::Contains("skipped"));
+  CHECK_THAT(odd.out + odd.err, Catch::Contains("not eligible: cannot run 4100 bytes"));
   Result none = run({"--plans", msccl::test::plansDir(), "--collective", "alltoall"});
   CHECK(none.rc == 1);
   CHECK_THAT(none.err, Catch::Contains("no plan in"));

@@ -9,6 +9,7 @@
 
 #include "msccl/Version.h"
 #include "msccl/driver/Driver.h"
+#include "msccl/msccl.hpp"
 #include "msccl/plan/LegacyPlan.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
@@ -34,12 +35,18 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <map>
 #include <optional>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 namespace msccl::run {
+// msccl.hpp (the registry) declares msccl::Executor and msccl::Communicator too: here the
+// runtime's are meant.
+using msccl::runtime::Communicator;
+using msccl::runtime::Executor;
 namespace {
 using namespace msccl::plan;
 using namespace msccl::runtime;
@@ -404,8 +411,97 @@ void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, co
 }
 
 /// Makes the row of one size: picks the first plan that can take it, or says why none can.
+/// --plans: the plans of the folder in a PlanRegistry (api/, the rule libmsccl, Python and the
+/// NCCL shim select by), and the request's fixed parts. Empty `registry` for a single plan.
+struct PlanChoice {
+  std::unique_ptr<msccl::PlanRegistry> registry;
+  std::map<std::string, const LoadedPlan *> byName;
+  uint32_t worldSize = 0, ranksPerNode = 0;
+};
+
+/// The folder's plans registered under their file names. The world size: --nranks, else the
+/// job's process count (startDistributed kept only those plans), else the one rank count of the
+/// plans (several: an error asking for --nranks). Ranks per node: MSCCL_RANKS_PER_NODE, as the
+/// API's communicators read it. Returns the exit status on failure.
+std::optional<int> registerPlans(const Options &o, const std::vector<LoadedPlan> &plans, PlanChoice &choice,
+                                 std::ostream &err) {
+  if (o.plansDir.empty())
+    return std::nullopt;
+  choice.registry = std::make_unique<msccl::PlanRegistry>();
+  std::set<uint32_t> worlds;
+  for (const LoadedPlan &lp : plans) {
+    msccl::PlanInfo info;
+    info.name = planLabel(lp);
+    info.source = lp.file;
+    try {
+      choice.registry->add(std::make_shared<const Plan>(lp.plan), info);
+    } catch (const msccl::Error &e) {
+      err << "msccl-run: warning: skipping " << lp.file << ": " << e.what() << "\n";
+      continue;
+    }
+    choice.byName[info.name] = &lp;
+    worlds.insert(uint32_t(lp.plan.gpus.size()));
+  }
+  if (o.nranks)
+    choice.worldSize = o.nranks;
+  else if (worlds.size() == 1)
+    choice.worldSize = *worlds.begin();
+  else if (!worlds.empty()) {
+    std::string list;
+    for (uint32_t w : worlds)
+      list += (list.empty() ? "" : ", ") + std::to_string(w);
+    err << "msccl-run: error: the " << o.collective << " plans in " << o.plansDir << " are for " << list
+        << " ranks: give --nranks\n";
+    return 2;
+  }
+  if (const char *k = std::getenv("MSCCL_RANKS_PER_NODE"); k && *k)
+    choice.ranksPerNode = uint32_t(std::strtoul(k, nullptr, 10));
+  return std::nullopt;
+}
+
+/// PlanRegistry::explainText on one line (lines joined by "; ").
+std::string oneLine(const std::string &text) {
+  std::string out;
+  for (char c : text)
+    if (c == '\n')
+      out += "; ";
+    else if (!(c == ' ' && !out.empty() && out.back() == ' '))
+      out += c;
+  while (!out.empty() && (out.back() == ' ' || out.back() == ';'))
+    out.pop_back();
+  return out;
+}
+
+/// The plan for `size`: the registry's choice for the request (in place as -i/--in-place says;
+/// unset: in place first, the mode of most plans, then out of place), or the single plan when it
+/// can take the size.
+/// Null with `reasons` when none.
+const LoadedPlan *choosePlan(const PlanChoice &choice, const std::vector<LoadedPlan> &plans, uint64_t size,
+                             const Options &o, std::string &reasons) {
+  if (!choice.registry) {
+    const LoadedPlan &lp = plans[0];
+    if (lp.plan.variableSizes || messageSizesFor(lp.plan, size, &reasons)) // AllToAllV: sized by --counts
+      return &lp;
+    return nullptr;
+  }
+  std::vector<bool> modes = o.inPlace ? std::vector<bool>{*o.inPlace} : std::vector<bool>{true, false};
+  msccl::SelectRequest req;
+  req.collective = o.collective;
+  req.worldSize = choice.worldSize;
+  req.ranksPerNode = choice.ranksPerNode;
+  req.messageBytes = size;
+  for (bool inPlace : modes) {
+    req.inPlace = inPlace;
+    if (const msccl::RegisteredPlan *p = choice.registry->select(req))
+      return choice.byName.at(p->info.name);
+  }
+  req.inPlace = modes.front();
+  reasons = oneLine(choice.registry->explainText(req));
+  return nullptr;
+}
+
 Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Options &o,
-                const std::vector<LoadedPlan> &plans) {
+                const std::vector<LoadedPlan> &plans, const PlanChoice &choice) {
   Row row;
   row.size = size;
   row.count = size / dataTypeBytes(o.dataType);
@@ -423,16 +519,8 @@ Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Opti
   };
   setRedop(ref);
   row.inplace = o.inPlace.value_or(ref ? ref->inplace : false);
-  const LoadedPlan *chosen = nullptr;
   std::string reasons;
-  for (const LoadedPlan &lp : plans) {
-    std::string why;
-    if (lp.plan.variableSizes || messageSizesFor(lp.plan, size, &why)) { // AllToAllV: sized by --counts
-      chosen = &lp;
-      break;
-    }
-    reasons += (reasons.empty() ? "" : "; ") + (plans.size() > 1 ? planLabel(lp) + ": " : std::string()) + why;
-  }
+  const LoadedPlan *chosen = choosePlan(choice, plans, size, o, reasons);
   if (!chosen) {
     row.status = "skipped";
     row.message = reasons;
@@ -588,6 +676,9 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   Distributed dist;
   if (std::optional<int> rc = startDistributed(o, plans, dist, out, err))
     return *rc;
+  PlanChoice choice;
+  if (std::optional<int> rc = registerPlans(o, plans, choice, err))
+    return *rc;
   const std::vector<uint64_t> sizes = sweepSizes(o, plans);
   std::unique_ptr<Executor> ex = makeBackend(o, err);
   if (!ex)
@@ -621,7 +712,7 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   Progress progress(err, o.progressAfterSeconds, sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     progress.beforeSize(i, sizes[i]);
-    Row row = measureSize(*ex, dist, sizes[i], o, plans);
+    Row row = measureSize(*ex, dist, sizes[i], o, plans, choice);
     if (sources) { // name the .msccl call after every op path of a deadlock, race or misuse report
       row.message = sources->annotate(row.message);
       for (std::string &w : row.warnings)
