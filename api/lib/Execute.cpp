@@ -20,9 +20,6 @@
 #include "msccl/runtime/Communicator.h"
 #include "msccl/runtime/Counts.h"
 #include "msccl/runtime/DistributedRun.h"
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-#include <cuda_runtime_api.h>
-#endif
 
 #include <chrono>
 #include <condition_variable>
@@ -120,10 +117,9 @@ std::shared_ptr<Communicator> Communicator::local(uint32_t worldSize, uint32_t r
     throw Error(ErrorCode::InvalidArgument, "Communicator::local: " + std::to_string(ranksPerNode) +
                                                 " ranks per node does not divide the world size " +
                                                 std::to_string(worldSize));
-#ifndef MSCCL_HAVE_CUDA_EXECUTOR
-  if (backend == Backend::Cuda)
+  runtime::registerBuiltExecutors();
+  if (backend == Backend::Cuda && !runtime::hasExecutor("cuda"))
     throw Error(ErrorCode::Unsupported, "this libmsccl was built without the CUDA executor");
-#endif
   auto impl = std::make_unique<Impl>();
   impl->worldSize = worldSize;
   impl->ranksPerNode = ranksPerNode;
@@ -153,7 +149,9 @@ namespace {
 using InitWorldFn = int (*)(int *, char ***, void **, char *, size_t);
 
 InitWorldFn mpiBootstrap() {
-#ifdef MSCCL_MPI_BOOTSTRAP_PLUGIN
+  if (!*MSCCL_MPI_BOOTSTRAP_PLUGIN) // CMake defines the plugin's file name, "" without MPI
+    throw Error(ErrorCode::Unsupported, "Communicator::mpi: this libmsccl was built without MPI (use "
+                                        "Communicator::getUniqueId/initRank for one process per rank)");
   static std::mutex mu;
   static InitWorldFn fn = nullptr;
   static std::string failure;
@@ -190,10 +188,6 @@ InitWorldFn mpiBootstrap() {
     failure = "cannot load the MPI bootstrap " MSCCL_MPI_BOOTSTRAP_PLUGIN " (" + tried + ")";
   }
   throw Error(ErrorCode::Unsupported, "Communicator::mpi: " + failure);
-#else
-  throw Error(ErrorCode::Unsupported, "Communicator::mpi: this libmsccl was built without MPI (use "
-                                      "Communicator::getUniqueId/initRank for one process per rank)");
-#endif
 }
 
 } // namespace
@@ -631,14 +625,10 @@ struct Executor::Impl {
     checkInPlace(*plan, uint32_t(rank), args);
     try {
       if (comm.isLocal()) {
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-        if (comm.backend() == Backend::Cuda) {
-          cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
-          if (e != cudaSuccess)
-            throw Error(ErrorCode::Backend, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
-        }
-#endif
-        (void)stream;
+        // The plan reads what the caller's kernels on `stream` wrote (a CUDA backend waits).
+        if (!backend)
+          backend = runtime::createExecutor(backendName(comm.backend()));
+        backend->synchronizeStream(stream);
         executeLocal(comm, rank, args, plan);
         return;
       }
@@ -721,10 +711,7 @@ struct Executor::Impl {
 Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)), impl_(std::make_unique<Impl>()) {
   if (!comm_)
     throw Error(ErrorCode::InvalidArgument, "Executor: null communicator");
-  runtime::registerCpuExecutor();
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-  runtime::registerCudaExecutor();
-#endif
+  runtime::registerBuiltExecutors();
 }
 
 Executor::~Executor() = default;

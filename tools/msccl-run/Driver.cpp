@@ -19,9 +19,7 @@
 #include "msccl/runtime/SimExecutor.h"
 #include "msccl/runtime/SourceMapFile.h"
 #include "msccl/runtime/Verify.h"
-#ifdef MSCCL_HAVE_MPI
 #include "msccl/runtime/DistributedRun.h"
-#endif
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/raw_os_ostream.h>
@@ -239,20 +237,12 @@ std::vector<uint64_t> sweepSizes(const Options &o, const std::vector<LoadedPlan>
 }
 
 std::unique_ptr<Executor> makeBackend(const Options &o, std::ostream &err) {
-  registerCpuExecutor();
-  registerSimExecutor();
-#ifdef MSCCL_HAVE_CUDA_EXECUTOR
-  registerCudaExecutor();
-#endif
+  registerBuiltExecutors();
+  BackendOptions bo;
+  bo.raceCheck = o.raceCheck;
+  bo.topology = o.topology;
   try {
-    if (o.backend == "cpu") {
-      CpuExecutorOptions co;
-      co.raceCheck = o.raceCheck;
-      return makeCpuExecutor(co);
-    }
-    if (o.backend == "sim")
-      return sim::makeSimExecutor(o.topology.empty() ? "hgx-h100" : o.topology);
-    return createExecutor(o.backend);
+    return createExecutor(o.backend, bo);
   } catch (const std::exception &e) { // ExecutionError, sim::TopologyError
     err << "msccl-run: error: " << e.what() << "\n";
     return nullptr;
@@ -350,9 +340,7 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const s
 /// Runs one size on `chosen` and fills the row's measurements and status.
 /// The MPI communicator when msccl-run runs one process per rank (null: all ranks in this process).
 struct Distributed {
-#ifdef MSCCL_HAVE_MPI
   std::unique_ptr<Communicator> comm;
-#endif
 };
 
 void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, const Options &o, Row &row) {
@@ -375,12 +363,8 @@ void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, co
       ro.counts = &counts;
       row.moved = counts.total() * dataTypeBytes(o.dataType);
     }
-#ifdef MSCCL_HAVE_MPI
     RunReport rep = dist.comm ? runCollectiveDistributed(*dist.comm, plan, ro, DistributedOptions{o.timeoutSeconds})
                               : runCollective(ex, plan, ro);
-#else
-    RunReport rep = runCollective(ex, plan, ro);
-#endif
     if (!row.redop.empty())
       row.redop = std::string(reduceOpName(rep.reduceOp));
     row.ran = true;
@@ -608,7 +592,6 @@ private:
 /// errors). Returns an exit status to stop with, or nullopt to go on (also outside MPI).
 std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &plans, Distributed &dist,
                                     std::ostream &out, std::ostream &err) {
-#ifdef MSCCL_HAVE_MPI
   if (!Communicator::launchedByMpi())
     return std::nullopt;
   if (o.backend != "cpu" || o.raceCheck) {
@@ -644,9 +627,6 @@ std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &p
   if (dist.comm->rank() != 0)
     out.setstate(std::ios::badbit); // rank 0 prints
   std::setvbuf(stderr, nullptr, _IOLBF, 1 << 16); // whole lines, so ranks' reports do not interleave
-#else
-  (void)o, (void)plans, (void)dist, (void)out, (void)err;
-#endif
   return std::nullopt;
 }
 
@@ -702,11 +682,9 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   }
 
   printHeader(out, o, *ex, plans);
-#ifdef MSCCL_HAVE_MPI
   if (dist.comm)
     out << "# mpi: " << dist.comm->size() << " processes, one rank each; " << dist.comm->describeNodes() << "\n"
         << std::flush;
-#endif
   bool failed = false;
   unsigned ran = 0;
   Progress progress(err, o.progressAfterSeconds, sizes.size());

@@ -69,7 +69,12 @@ std::vector<std::string> registeredExecutors() {
   return names;
 }
 
-std::unique_ptr<Executor> createExecutor(const std::string &name) {
+bool hasExecutor(const std::string &name) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  return registry().count(name) != 0;
+}
+
+std::unique_ptr<Executor> createExecutor(const std::string &name, const BackendOptions &options) {
   ExecutorFactory factory;
   {
     std::lock_guard<std::mutex> lock(registryMutex());
@@ -87,7 +92,7 @@ std::unique_ptr<Executor> createExecutor(const std::string &name) {
             "at configure time, or MSCCL_ENABLE_CUDA=OFF); available backends: " + known;
     throw ExecutionError(ErrorKind::Unsupported, why);
   }
-  return factory();
+  return factory(options);
 }
 
 } // namespace msccl::runtime

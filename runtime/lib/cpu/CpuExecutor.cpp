@@ -265,7 +265,11 @@ void registerCpuExecutor() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerExecutor("cpu", "CPU reference executor (simulated ranks on host memory)",
-                     [] { return makeCpuExecutor(); });
+                     [](const BackendOptions &o) {
+                       CpuExecutorOptions co;
+                       co.raceCheck = o.raceCheck;
+                       return makeCpuExecutor(co);
+                     });
   });
 }
 

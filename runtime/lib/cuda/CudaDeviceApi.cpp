@@ -136,6 +136,9 @@ public:
     check(cudaSetDevice(dev), "cudaSetDevice");
     check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
   }
+  void synchronizeCallerStream(void *stream) override {
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+  }
   DeviceEvent createEvent(int dev) override {
     cudaEvent_t e = nullptr;
     check(cudaSetDevice(dev), "cudaSetDevice");

@@ -68,6 +68,8 @@ public:
     if (const char *t = std::getenv("MSCCL_CUDA_TIMEOUT")) options_.waitTimeoutSeconds = std::atof(t);
   }
 
+  void synchronizeStream(void *stream) override { api_->synchronizeCallerStream(stream); }
+
   std::string_view name() const override {
     const bool host = options_.device == DeviceKind::Host;
     return options_.placement == Placement::VirtualRanks ? (host ? "cuda-host" : "cuda-virtual")
@@ -303,7 +305,7 @@ void registerCudaExecutor() {
   std::call_once(once, [] {
     using namespace msccl::cuda;
     auto reg = [](const char *name, const char *desc, Placement p, DeviceKind d) {
-      registerExecutor(name, desc, [p, d] {
+      registerExecutor(name, desc, [p, d](const BackendOptions &) {
         CudaOptions o;
         o.placement = p;
         o.device = d;

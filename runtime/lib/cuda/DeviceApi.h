@@ -84,6 +84,9 @@ public:
   virtual void destroyStream(int dev, DeviceStream stream) noexcept = 0;
   /// Waits until everything enqueued on `stream` has run (cudaStreamSynchronize).
   virtual void synchronize(int dev, DeviceStream stream) = 0;
+  /// Wait for a stream of the application (cudaStream_t; nullptr = the legacy default stream of
+  /// the current device), not one this API created. The host device has none: a no-op.
+  virtual void synchronizeCallerStream(void *stream) = 0;
   virtual DeviceEvent createEvent(int dev) = 0; ///< without timing
   virtual void destroyEvent(int dev, DeviceEvent event) noexcept = 0;
   /// cudaEventRecord: `event` completes when the work enqueued on `stream` so far has run.

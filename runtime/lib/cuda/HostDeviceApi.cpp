@@ -148,6 +148,7 @@ public:
   DeviceStream createStream(int dev) override { return new HostStream(dev); }
   void destroyStream(int, DeviceStream stream) noexcept override { delete static_cast<HostStream *>(stream); }
   void synchronize(int, DeviceStream stream) override { static_cast<HostStream *>(stream)->synchronize(); }
+  void synchronizeCallerStream(void *) override {}
   DeviceEvent createEvent(int) override { return new HostEvent; }
   void destroyEvent(int, DeviceEvent event) noexcept override { delete static_cast<HostEvent *>(event); }
   void record(int, DeviceEvent event, DeviceStream stream) override {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <ostream>
 
 namespace msccl::runtime::sim {
@@ -209,11 +210,13 @@ int suggestRangesMain(const std::vector<std::string> &files, const std::string &
 
 namespace msccl::runtime {
 void registerSimExecutor() {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
-  registerExecutor("sim", "performance model (no GPU; topology hgx-h100 unless --topology)",
-                   [] { return std::unique_ptr<Executor>(sim::makeSimExecutor("hgx-h100")); });
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerExecutor("sim", "performance model (no GPU; topology hgx-h100 unless --topology)",
+                     [](const BackendOptions &o) {
+                       return std::unique_ptr<Executor>(
+                           sim::makeSimExecutor(o.topology.empty() ? "hgx-h100" : o.topology));
+                     });
+  });
 }
 } // namespace msccl::runtime

@@ -141,26 +141,46 @@ public:
   /// Run the plan. Validates the plan (PlanValidate.h) and the sizes (Layout.h) first.
   /// Throws ExecutionError: InvalidPlan, InvalidSize, Deadlock, Misuse, Unsupported, Backend.
   virtual ExecuteResult execute(const ExecuteRequest &request) = 0;
+
+  /// Wait until the work the caller queued on `stream` (a cudaStream_t for the CUDA backends,
+  /// nullptr = the legacy default stream) has finished, so that a plan reads what the caller's
+  /// kernels wrote. Backends without caller streams (cpu, sim, the host device) do nothing.
+  /// Throws ExecutionError(Backend).
+  virtual void synchronizeStream(void *stream) { (void)stream; }
 };
 
 // --- Registry -------------------------------------------------------------------------------
 
-using ExecutorFactory = std::function<std::unique_ptr<Executor>()>;
+/// What a driver asks of a backend; each factory reads the fields that apply to it.
+struct BackendOptions {
+  bool raceCheck = false; ///< cpu: the happens-before race checker (CpuExecutorOptions::raceCheck).
+  std::string topology;   ///< sim: a topology name or file (SimExecutor.h); "" = hgx-h100.
+};
+
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(const BackendOptions &)>;
 
 /// Register a backend under `name` (replaces an earlier one with that name).
 void registerExecutor(const std::string &name, const std::string &description, ExecutorFactory factory);
 /// Names of the registered backends, sorted.
 std::vector<std::string> registeredExecutors();
-/// Create backend `name`. Throws ExecutionError(Unsupported) naming the registered backends
-/// when there is none by that name (e.g. "cuda" in a build without CUDA).
-std::unique_ptr<Executor> createExecutor(const std::string &name);
+/// Whether a backend named `name` is registered.
+bool hasExecutor(const std::string &name);
+/// Create backend `name` with `options`. Throws ExecutionError(Unsupported) naming the
+/// registered backends when there is none by that name (e.g. "cuda" in a build without CUDA),
+/// and whatever the factory throws (e.g. sim::TopologyError for an unknown topology).
+std::unique_ptr<Executor> createExecutor(const std::string &name, const BackendOptions &options = {});
 
 /// Registration functions of the backends. Each is defined by its backend library and is
-/// idempotent; a driver calls the ones it links:
+/// idempotent:
 ///   registerCpuExecutor()  - msccl_cpu  (always built)
-///   registerCudaExecutor() - msccl_cuda (only when CMake `TARGET msccl_cuda` exists; drivers
-///                            then get the compile definition MSCCL_HAVE_CUDA_EXECUTOR=1)
+///   registerSimExecutor()  - msccl_sim  (always built)
+///   registerCudaExecutor() - msccl_cuda (only when CMake `TARGET msccl_cuda` exists)
 void registerCpuExecutor();
+void registerSimExecutor();
 void registerCudaExecutor();
+/// Every backend this build has: what drivers (msccl-run, libmsccl) call, so that they name no
+/// backend at compile time. Defined by the library msccl_backends (runtime/lib/backends), whose
+/// table of registration calls CMake writes from the backend libraries it built.
+void registerBuiltExecutors();
 
 } // namespace msccl::runtime

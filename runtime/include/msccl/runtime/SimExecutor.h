@@ -194,8 +194,5 @@ int suggestRangesMain(const std::vector<std::string> &files, const std::string &
 
 } // namespace msccl::runtime::sim
 
-namespace msccl::runtime {
-/// Register the "sim" backend (topology hgx-h100; drivers that take --topology build their own
-/// SimExecutor with makeSimExecutor). Idempotent. Defined by msccl_sim.
-void registerSimExecutor();
-} // namespace msccl::runtime
+// registerSimExecutor() (declared in Executor.h, defined by msccl_sim) registers the "sim"
+// backend: createExecutor("sim", {.topology = ...}) builds a SimExecutor for that topology.
