@@ -77,6 +77,7 @@ struct Comm {
   std::shared_ptr<msccl::Communicator> comm;      // null: forward-only (ncclCommInitAll, split)
   std::unique_ptr<msccl::Executor> executor;      // null: no plan runs here (noPlansWhy)
   std::string noPlansWhy;
+  std::string realWhy;                            // why `real` is null (its init failed), for fallbacks
   int rank = 0, size = 1, ranksPerNode = 0, device = 0;
   std::string lastError;
 };
@@ -89,6 +90,23 @@ std::shared_ptr<msccl::PlanRegistry> gRegistry;
 std::string gRegistryError;
 bool gRegistryLoaded = false;
 thread_local std::string tLastError;
+
+/// Why the real NCCL's communicator could not be made: its own words (ncclGetErrorString, and
+/// ncclGetLastError where that NCCL has it), then what usually causes it and what to do.
+std::string realInitFailure(ncclResult_t rc) {
+  std::string what = "error " + std::to_string(int(rc));
+  if (auto f = realFn<const char *(*)(ncclResult_t)>("ncclGetErrorString"))
+    if (const char *t = f(rc))
+      what += " (" + std::string(t) + ")";
+  if (auto g = realFn<const char *(*)(ncclComm_t)>("ncclGetLastError"))
+    if (const char *t = g(nullptr); t && *t)
+      what += ": " + std::string(t);
+  return "the real NCCL's ncclCommInitRank failed with " + what +
+         ". Calls that no registered plan takes will fail with ncclInvalidUsage. Usual causes: no GPU visible "
+         "to this process (CUDA_VISIBLE_DEVICES), several ranks on one GPU (NCCL wants one GPU per rank), an "
+         "NCCL_* setting; NCCL_DEBUG=INFO prints NCCL's own reason. MSCCL_BACKEND=cpu with plans for every call "
+         "needs no NCCL";
+}
 
 bool infoLogging() {
   static const bool on = [] {
@@ -307,9 +325,10 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
 /// Log and report a call that goes to NCCL; an error when there is no NCCL to go to.
 ncclResult_t noRealNccl(Comm *c, const char *api, const std::string &why) {
   realHandle();
-  return failWith(c, ncclInvalidUsage,
-                  std::string(api) + ": no plan and no NCCL to fall back to (" + why + "; " +
-                      (gRealWhy.empty() ? "the NCCL communicator was not created" : gRealWhy) + ")");
+  const std::string real = c && !c->realWhy.empty() ? c->realWhy
+                           : gRealWhy.empty()        ? "the NCCL communicator was not created"
+                                                     : gRealWhy;
+  return failWith(c, ncclInvalidUsage, std::string(api) + ": no plan and no NCCL to fall back to (" + why + "; " + real + ")");
 }
 
 void logFallback(Comm *c, const char *api, size_t bytes, const std::string &why) {
@@ -410,8 +429,12 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
         rc = g(&c->real, nranks, root.id, rank);
       if (rc != ncclSuccess) { // e.g. a real NCCL on a machine without a GPU: plans still run
         c->real = nullptr;
-        std::fprintf(stderr, "MSCCL WARN rank %d: the real NCCL's ncclCommInitRank failed (%d): no fallback\n", rank,
-                     int(rc));
+        c->realWhy = realInitFailure(rc);
+        // Said once per job (rank 0), every rank's own at MSCCL_DEBUG=INFO: plans still run.
+        if (rank == 0)
+          std::fprintf(stderr, "MSCCL WARN %s\n", c->realWhy.c_str());
+        else if (infoLogging())
+          logLine("rank %d: %s", rank, c->realWhy.c_str());
       }
     }
   } catch (const std::exception &e) {

@@ -56,6 +56,10 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 }
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   char buf[40];
+  if (getenv("STANDIN_NCCL_FAIL_INIT")) { /* as NCCL without a usable GPU */
+    *comm = NULL;
+    return ncclUnhandledCudaError;
+  }
   *comm = malloc(sizeof(struct ncclComm));
   (*comm)->rank = rank;
   (*comm)->nranks = nranks;
@@ -91,7 +95,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
 const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "standin: no error" : "standin: error"; }
 const char *ncclGetLastError(ncclComm_t comm) {
   (void)comm;
-  return "standin: last error";
+  return getenv("STANDIN_NCCL_FAIL_INIT") ? "standin: no CUDA device" : "standin: last error";
 }
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
