@@ -191,15 +191,26 @@ int suggestRangesMain(const std::vector<std::string> &files, const std::string &
     Topology topo = loadTopology(topology);
     std::vector<plan::Plan> loaded;
     std::vector<std::string> labels;
-    for (const std::string &f : files) {
-      loaded.push_back(plan::readPlanFile(f));
-      labels.push_back(std::filesystem::path(f).filename().string());
+    unsigned unreadable = 0;
+    for (const std::string &f : files) { // every file is read; each one that cannot be is named
+      try {
+        loaded.push_back(plan::readPlanFile(f));
+        labels.push_back(std::filesystem::path(f).filename().string());
+      } catch (const plan::PlanError &e) {
+        err << "msccl-run: error: " << e.what() << "\n";
+        ++unreadable;
+      }
     }
+    if (unreadable)
+      err << "msccl-run: " << unreadable << " of " << files.size() << " plan file(s) could not be read"
+          << (loaded.empty() ? "\n" : "; the ranges below are for the others\n");
+    if (loaded.empty())
+      return 1;
     std::vector<const plan::Plan *> ptrs;
     for (const plan::Plan &p : loaded)
       ptrs.push_back(&p);
     printRanges(out, suggestRanges(labels, ptrs, topo, sizes, packet), topo);
-    return 0;
+    return unreadable ? 1 : 0;
   } catch (const std::exception &e) { // PlanError, TopologyError, ExecutionError
     err << "msccl-run: error: " << e.what() << "\n";
     return 1;

@@ -188,7 +188,8 @@ void printRanges(std::ostream &out, const std::vector<RangeGroup> &groups, const
 
 /// `msccl-run --suggest-ranges`: read the plan files, suggestRanges on topology `topology`
 /// (loadTopology), printRanges to `out` (labels are the file names). Returns 0, or 1 after
-/// writing "msccl-run: error: ..." to `err` (unreadable plan, bad topology, invalid plan).
+/// writing "msccl-run: error: ..." to `err` (bad topology, invalid plan; an unreadable plan file:
+/// each is named, and the ranges of the readable ones are still printed).
 int suggestRangesMain(const std::vector<std::string> &files, const std::string &topology,
                       const std::vector<uint64_t> &sizes, PacketType packet, std::ostream &out, std::ostream &err);
 
