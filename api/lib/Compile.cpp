@@ -77,6 +77,7 @@ driver::MscclcOptions toOptions(const std::string &input, const CompileParams &p
   o.input = input;
   for (auto &[k, v] : p.defines)
     o.defines.push_back(k + "=" + v);
+  o.skipUnknownDefines = p.skipUnknownDefines;
   for (auto &[k, v] : p.options)
     o.optionOverrides.push_back(k + "=" + v);
   o.includeDirs = p.includeDirs;
@@ -182,6 +183,8 @@ std::optional<std::string> manifestKey(const std::string &input, const std::stri
   appendField(k, "version", version);
   for (auto &[n, v] : p.defines)
     appendField(k, "define", n + "=" + v);
+  if (p.skipUnknownDefines) // only when set: the keys of every other compile stay as they were
+    appendField(k, "skipUnknownDefines", "1");
   for (auto &[n, v] : p.options)
     appendField(k, "option", n + "=" + v);
   appendField(k, "noVerify", p.noVerify ? "1" : "0");
@@ -341,6 +344,8 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
       appendField(k, "version", version);
       for (auto &[n, v] : params.defines)
         appendField(k, "define", n + "=" + v);
+      if (params.skipUnknownDefines)
+        appendField(k, "skipUnknownDefines", "1");
       for (auto &[n, v] : params.options)
         appendField(k, "option", n + "=" + v);
       appendField(k, "noVerify", params.noVerify ? "1" : "0");

@@ -55,7 +55,9 @@ size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &p
       if (text.find("program") == std::string::npos)
         continue;
     }
-    addFile(f, {}, params);
+    CompileParams forDirectory = params; // the defines are the directory's, not one program's
+    forDirectory.skipUnknownDefines = true;
+    addFile(f, {}, forDirectory);
     ++added;
   }
   return added;

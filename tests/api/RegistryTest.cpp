@@ -262,6 +262,30 @@ TEST_CASE("files and directories: plans and programs", "[registry]") {
   CHECK_THROWS_AS(reg2.addDirectory(dir.file("missing"), p), Error);
 }
 
+TEST_CASE("a directory's defines apply to the programs that declare them", "[registry]") {
+  // MSCCL_PLANS_DEFINES="ranks=2,ranks_per_node=1" for a directory of two programs of which only
+  // sendrecv/pairs has a `ranks_per_node` param: each gets the defines it declares (a define one
+  // program lacked once failed them all).
+  test::TempDir dir, cache;
+  const std::string stdlib = MSCCL_STDLIB_SOURCE_DIR;
+  test::writeFile(dir.file("a_allreduce.msccl"), test::readFile(stdlib + "/allreduce/allpairs.msccl"));
+  test::writeFile(dir.file("b_sendrecv.msccl"), test::readFile(stdlib + "/sendrecv/pairs.msccl"));
+  CompileParams p;
+  p.cacheDir = cache.str();
+  p.defines = {{"ranks", "2"}, {"ranks_per_node", "1"}};
+  PlanRegistry reg;
+  REQUIRE(reg.addDirectory(dir.str(), p) == 2);
+  CHECK(reg.plans()[0]->plan->gpus.size() == 2);
+  // sendrecv got ranks_per_node=1 (port channels), as compiled on its own with both defines.
+  CHECK(plan::writePlan(*reg.plans()[1]->plan) ==
+        plan::writePlan(*stdlibPlan("sendrecv/pairs", {{"ranks", "2"}, {"ranks_per_node", "1"}})));
+  CHECK(plan::writePlan(*reg.plans()[1]->plan) != plan::writePlan(*stdlibPlan("sendrecv/pairs", {{"ranks", "2"}})));
+  // One program on its own still refuses a define it lacks (compile(), not a directory).
+  CompileParams one = p;
+  one.defines = {{"no_such_param", "1"}};
+  CHECK_THROWS_WITH(compile(dir.file("b_sendrecv.msccl"), one), Catch::Contains("no_such_param"));
+}
+
 TEST_CASE("select() and explain() agree", "[registry]") {
   PlanRegistry reg;
   PlanPtr ring = stdlibPlan("allreduce/ring", {{"ranks", "4"}, {"inplace", "false"}});

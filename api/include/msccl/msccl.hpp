@@ -92,6 +92,9 @@ using PlanPtr = std::shared_ptr<const plan::Plan>;
 struct CompileParams {
   /// `-D NAME=VALUE`: values of the program's `param`s, in order.
   std::vector<std::pair<std::string, std::string>> defines;
+  /// Drop the defines that name no param of the program instead of failing (defines meant for a
+  /// directory of programs; PlanRegistry::addDirectory sets it). Part of the cache key.
+  bool skipUnknownDefines = false;
   /// `--option NAME=VALUE`: program option overrides (instances, protocol, ...), in order.
   std::vector<std::pair<std::string, std::string>> options;
   /// `-I DIR`: import search directories, in order.
@@ -217,7 +220,9 @@ public:
   /// cache). Throws as loadPlan/compile do.
   const RegisteredPlan &addFile(const std::string &path, PlanInfo info = {}, const CompileParams &params = {});
   /// Register every .json and .msccl file of `dir` (not recursive, sorted by name; files that
-  /// define no program are skipped). Returns how many were added. Throws on the first bad file.
+  /// define no program are skipped). `params.defines` apply to every program that declares the
+  /// param (skipUnknownDefines: a define one program lacks is not an error for it). Returns how
+  /// many were added. Throws on the first bad file.
   size_t addDirectory(const std::string &dir, const CompileParams &params = {});
   /// Remove the plan `name`; false when there is none.
   bool remove(const std::string &name);

@@ -476,6 +476,7 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   o.elab.maxLoopIterations = mo.maxLoopIterations;
   o.elab.maxCallDepth = mo.maxCallDepth;
   o.elab.maxPlanSize = mo.maxPlanSize;
+  o.elab.skipUnknownDefines = mo.skipUnknownDefines;
   for (auto &d : mo.defines) {
     std::pair<std::string, std::string> kv;
     if (!splitAssignment(d, kv)) {

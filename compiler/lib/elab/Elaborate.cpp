@@ -187,6 +187,8 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
     size_t i = 0;
     while (i < unit.params.size() && names.str(unit.params[i]->name) != d.first)
       ++i;
+    if (i == unit.params.size() && opts.skipUnknownDefines)
+      continue; // a define for other programs of the same directory
     if (i == unit.params.size()) {
       std::vector<std::string> cands;
       for (auto *p : unit.params)

@@ -38,6 +38,7 @@ struct MscclcOptions {
   std::string input;                      ///< FILE, `-` (the `in` stream) or `stdlib:NAME`; "" = none.
   std::string output;                     ///< -o FILE; "" or `-` writes to `out`.
   std::vector<std::string> defines;       ///< -D NAME=VALUE, in order.
+  bool skipUnknownDefines = false;        ///< Drop -D values naming no param (ElabOptions; API only).
   std::vector<std::string> includeDirs;   ///< -I DIR, in order.
   Emit emit = Emit::Json;                 ///< --emit=ast|ir|json
   PlanFormat planFormat = PlanFormat::Current; ///< --plan-format=current|legacy

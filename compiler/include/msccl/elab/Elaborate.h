@@ -34,13 +34,18 @@ struct ElabOptions {
   /// -D NAME=VALUE, in command-line order (VALUE: an int with suffixes, true/false/none, a
   /// quoted or bare string).
   std::vector<std::pair<std::string, std::string>> defines;
+  /// Drop the `defines` that name no param of the program instead of refusing them
+  /// (err_define_unknown_param): for defines given to a directory of programs at once
+  /// (MSCCL_PLANS_DEFINES, PlanRegistry::addDirectory), which not every program declares.
+  bool skipUnknownDefines = false;
   /// Program-option overrides (`--instances=N`, `--option NAME=VALUE`), applied after the
   /// program's own options; same VALUE syntax, plus enum members (`interleaved`).
   std::vector<std::pair<std::string, std::string>> optionOverrides;
   int64_t maxLoopIterations = 50'000'000;
   unsigned maxCallDepth = 200;
   /// Limit on the plan's size: ops, threadblocks, channels and semaphores of all ranks, times
-  /// `instances` (err_plan_too_large). The default is about 90 times the largest benchmark plan.
+  /// `instances` (err_plan_too_large), counted as the program runs. The default (2^22) keeps the
+  /// compiler within about 1 GB.
   uint64_t maxPlanSize = uint64_t(1) << 22;
   /// Where print(...) writes (stderr by default).
   llvm::raw_ostream *printStream = nullptr;
