@@ -1,6 +1,7 @@
 """A customized communicator for PyTorch (the shape of MSCCL++'s CustomizedComm), on CPU tensors.
 
     torchrun --nproc_per_node=4 customized_comm.py
+    python3 -m msccl.torchrun --nproc_per_node=4 customized_comm.py   # Debian 12's torch 1.13
 
 torchrun sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT. The script starts two process
 groups side by side: torch.distributed on the gloo backend (which takes MASTER_PORT for its

@@ -1,5 +1,7 @@
 """torchrun (torch.distributed.run, torch's own launcher), usable with Debian 12's torch 1.13 on Python 3.11.
 
+    python3 -m msccl.torchrun --standalone --nproc_per_node=4 train.py   # as `torchrun ...`
+
 That torch's Std.from_str("0") returns None on Python 3.11 (Flag iteration no longer yields the
 zero member nor multi-bit aliases), so every torchrun with the default --redirects/--tee fails
 before starting a worker ("'NoneType' object has no attribute 'get'"). When (and only when) the
