@@ -14,7 +14,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/CpuExecutor.h"
 
-#include "CpuMachine.h"
+#include "msccl/runtime/cpu/Machine.h"
 #include "RaceCheck.h"
 #include "msccl/runtime/PlanValidate.h"
 

@@ -15,7 +15,7 @@
 // Mirrors: mscclpp src/core/include/execution_kernel.hpp, include/mscclpp/packet_device.hpp.
 //
 //===------------------------------------------------------------------------------------===//
-#include "CpuMachine.h"
+#include "msccl/runtime/cpu/Machine.h"
 #include "RaceCheck.h"
 
 #include "msccl/runtime/Elements.h"

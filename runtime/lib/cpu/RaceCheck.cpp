@@ -8,7 +8,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "RaceCheck.h"
 
-#include "CpuMachine.h"
+#include "msccl/runtime/cpu/Machine.h"
 
 #include <algorithm>
 

@@ -18,7 +18,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/DistributedRun.h"
 
-#include "CpuMachine.h"
+#include "msccl/runtime/cpu/Machine.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/Resolve.h"

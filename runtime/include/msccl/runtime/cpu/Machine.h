@@ -1,8 +1,12 @@
-//===- CpuMachine.h - State of one CPU-executor launch (private) -------------------------===//
+//===- cpu/Machine.h - The CPU machine: state of one launch and its op semantics -----------===//
 //
-// The simulated machine the CPU executor's scheduler (CpuExecutor.cpp) drives and the op
-// semantics (CpuOps.cpp) act on: per-rank buffers, channel counters, semaphores and barriers,
-// and per-threadblock program state (pc, pipeline iteration, op cursor).
+// The internal interface of the CPU reference machine (library msccl_cpu), for the two
+// executors that drive it and nothing else: the one-process CPU executor (runtime/lib/cpu/
+// CpuExecutor.cpp, a deterministic scheduler) and the one-process-per-rank runner
+// (runtime/lib/mpi/DistributedRun.cpp, a thread per threadblock). It holds what the op
+// semantics (CpuOps.cpp: stepOp and the functions below) act on: per-rank buffers, channel
+// counters, semaphores and barriers, and per-threadblock program state (pc, pipeline
+// iteration, op cursor). Installed with the runtime headers, but not a stable API.
 //
 // The same machine serves the one-process simulation (CpuExecutor.cpp: every rank's memory is
 // in this process, one scheduler thread) and the one-process-per-rank MPI executor
