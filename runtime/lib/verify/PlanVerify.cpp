@@ -95,6 +95,8 @@ bool Verifier::setup() {
     return false;
   }
   plainVal_.assign(space_, kUninit);
+  plainWriter_.assign(space_, kNone);
+  plainWriterLaunch_.assign(space_, 0);
   pktVal_.assign(space_, kUninit);
   pktFlag_.assign(space_, 0);
   plainShadow_.assign(space_, Shadow{});
@@ -315,6 +317,7 @@ void Verifier::startLaunch(uint32_t r) {
     uint64_t a = address(r, BufferType::Input, u, rr.launch, ok);
     access(nullptr, h, kNone, rr.launch, false, true, false, r, BufferType::Input, u, a);
     plainVal_[a] = vals_.intern({uint32_t(uint64_t(r) * inUnitsMax_ + u)});
+    plainWriter_[a] = kNone;
   }
   for (uint64_t u = 0; u < rr.outUnits; ++u) {
     uint64_t a = address(r, BufferType::Output, u, rr.launch, ok);
@@ -327,6 +330,7 @@ void Verifier::startLaunch(uint32_t r) {
       continue;
     access(nullptr, h, kNone, rr.launch, false, true, false, r, BufferType::Output, u, a);
     plainVal_[a] = kUninit;
+    plainWriter_[a] = kNone;
   }
   hc[h] = Tick(hostSerial_[r]);
   if (opt_.races) {

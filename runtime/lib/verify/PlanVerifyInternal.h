@@ -171,6 +171,11 @@ private:
   std::vector<std::vector<Clock>> hostStart_; ///< [rank][launch]: the host clock at the kernel start.
   Values vals_;
   std::vector<uint32_t> plainVal_, pktVal_;
+  /// Per address: the op (opRefs_ index) that last wrote its plain value, kNone for the host's
+  /// values (inputs, cleared outputs), and the launch it ran in: a wrong postcondition value is
+  /// reported at the op that put it there.
+  std::vector<uint32_t> plainWriter_;
+  std::vector<uint8_t> plainWriterLaunch_;
   std::vector<uint32_t> pktFlag_;
   std::vector<Shadow> plainShadow_, pktShadow_;
   std::vector<uint32_t> pktRel_;                 ///< Per packet unit: index into relPool_.

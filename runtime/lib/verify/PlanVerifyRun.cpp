@@ -47,14 +47,24 @@ void Verifier::checkPostcondition(uint32_t r) {
     }
     std::sort(exp.begin(), exp.end());
     {
-      uint32_t got = plainVal_[address(r, BufferType::Output, u, rr.launch, ok)];
+      const uint64_t a = address(r, BufferType::Output, u, rr.launch, ok);
+      uint32_t got = plainVal_[a];
       if (got < 2 || vals_.sets[got] != exp) {
         postFailed_ = true;
         uint32_t want = vals_.intern(exp);
+        // The op that wrote the wrong value is the one to blame (none: no op wrote it).
+        std::vector<OpRef> at;
+        std::string writer;
+        if (plainWriter_[a] != kNone) {
+          at.push_back(ref(plainWriter_[a], plainWriterLaunch_[a]));
+          writer = " (written last by rank " + std::to_string(at[0].rank) + " tb " + std::to_string(at[0].tb) +
+                   " op " + std::to_string(at[0].op) + ")";
+        }
         fail(FindingKind::Postcondition, "gpus[" + std::to_string(r) + "]",
              std::string("at the end of launch ") + std::to_string(rr.launch) + ", rank " + std::to_string(r) + "'s " +
                  (rr.outAliasesIn ? "input (in-place) " : "") + unitName(BufferType::Output, u) + " holds " +
-                 describeValue(got) + "; " + plan_.collective + " requires " + describeValue(want));
+                 describeValue(got) + "; " + plan_.collective + " requires " + describeValue(want) + writer,
+             std::move(at));
         return;
       }
     }

@@ -96,6 +96,10 @@ bool Verifier::step(TbRun &tb) {
     if (!good)
       return 0;
     access(&tb, tb.actor, fo.id, L, proxy, write, false, rank, e.type, e.lo + k, a);
+    if (write) { // every plain write goes through here: remember who wrote the value
+      plainWriter_[a] = fo.id;
+      plainWriterLaunch_[a] = uint8_t(L);
+    }
     return a;
   };
   auto pktAddr = [&](const Ent &e, uint32_t rank, uint64_t k, bool write, bool proxy, bool &good) -> uint64_t {

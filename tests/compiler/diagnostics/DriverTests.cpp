@@ -68,9 +68,10 @@ TEST_CASE("the plan is verified by default; --no-verify does not leak into the n
   Run on = run({"-"}, kProgram);
   CHECK(on.rc == 1);
   CHECK(on.out.empty());
-  CHECK(on.err.find("<stdin>:3:9: error: the plan is wrong: postcondition: gpus[0]: at the end of launch 0, rank 0's "
+  // At the copy that wrote the wrong value (line 6 of kProgram), not at `program`.
+  CHECK(on.err.find("<stdin>:6:13: error: the plan is wrong: postcondition: gpus[0]: at the end of launch 0, rank 0's "
                     "output chunk 0 holds input chunk 1 of rank 0; allreduce requires the sum of input chunk 0 of "
-                    "ranks {0,1}") != std::string::npos);
+                    "ranks {0,1} (written last by rank 0 tb 0 op 0)") != std::string::npos);
 }
 
 TEST_CASE("compile errors go to the err stream with exit code 1") {
