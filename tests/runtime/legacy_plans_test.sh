@@ -68,7 +68,7 @@ while IFS=$'\t' read -r plan _; do
     out=$("$run" "${flags[@]}" -n 1 --size 64K "$p" 2>&1); rc=$?
     if [[ $rc != 0 ]] || ! grep -q "all results correct" <<<"$out"; then
       fail "$plan ($form): msccl-run ${flags[*]} exit $rc:"; echo "$out" | tail -5
-    elif [[ -n ${overlimit[$plan]:-} ]] && ! grep -qF "warning: $p: gpus[0].threadblocks[0].ops: ${overlimit[$plan]}" <<<"$out"; then
+    elif [[ -n ${overlimit[$plan]:-} ]] && ! grep -F "warning: $p: gpus[0].threadblocks[0].ops[" <<<"$out" | grep -qF "]: ${overlimit[$plan]}"; then
       fail "$plan ($form): no over-limit warning:"; echo "$out" | head -3
     else
       nrun=$((nrun + 1))
@@ -77,7 +77,7 @@ while IFS=$'\t' read -r plan _; do
   vflags=()
   if [[ -n ${overlimit[$plan]:-} ]]; then
     vout=$("$verify" "$tmp/$plan" 2>&1) && fail "$plan: msccl-verify accepts it without --allow-over-limits"
-    grep -qF "error: plan: gpus[0].threadblocks[0].ops: ${overlimit[$plan]}" <<<"$vout" || fail "$plan: msccl-verify does not name the limit"
+    grep -F "error: plan: gpus[0].threadblocks[0].ops[" <<<"$vout" | grep -qF "]: ${overlimit[$plan]}" || fail "$plan: msccl-verify does not name the limit"
     vflags=(--allow-over-limits)
   fi
   vout=$("$verify" "${vflags[@]}" "$tmp/$plan" 2>&1); vrc=$?

@@ -26,6 +26,20 @@ constexpr uint64_t kMaxChunks = uint64_t(1) << 32, kMaxBufferAlignment = uint64_
 constexpr size_t kMaxOperations = 64, kMaxChannels = 16, kMaxChannelsPerOp = 8, kMaxEntriesPerOp = 10,
                  kMaxBarriers = 16, kMaxSemaphoresPerOp = 16;
 
+/// Whether `op` (or an op of its pipeline) has a remote entry of channel type `ct` whose
+/// tb-local buffer index is `from` or more.
+bool usesRemoteBufferFrom(const Op &op, ChannelType ct, uint32_t from) {
+  if (op.channelType == ct)
+    for (const auto *list : {&op.src, &op.dst})
+      for (const BufferRef &e : *list)
+        if (e.loc == BufferRef::Loc::Remote && e.id >= from)
+          return true;
+  for (const Op &inner : op.ops)
+    if (usesRemoteBufferFrom(inner, ct, from))
+      return true;
+  return false;
+}
+
 std::string idx(const std::string &base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
 struct Checker {
@@ -185,17 +199,32 @@ struct Checker {
                         std::string(channelTypeName(ref.accessChannelType)) + " (its access_channel_types lack it)");
       }
     }
-    if (memBufs > kMaxChannels || portBufs > kMaxChannels)
-      limit(tp + ".remote_buffer_refs", "more than 16 remote buffers per access type in one threadblock");
-    size_t flat = 0;
+    if (memBufs > kMaxChannels || portBufs > kMaxChannels) {
+      // At the first op that uses a 17th remote buffer of a type (the table's path when none does).
+      const ChannelType over = memBufs > kMaxChannels ? ChannelType::Memory : ChannelType::Port;
+      std::string at = tp + ".remote_buffer_refs";
+      for (size_t k = 0; k < tb.ops.size() && at == tp + ".remote_buffer_refs"; ++k)
+        if (usesRemoteBufferFrom(tb.ops[k], over, kMaxChannels))
+          at = idx(tp + ".ops", k);
+      limit(at, "more than 16 remote buffers per access type in one threadblock" +
+                    std::string(at == tp + ".remote_buffer_refs"
+                                    ? ""
+                                    : ": this op reaches the 17th " + std::string(channelTypeName(over)) +
+                                          " remote buffer; give ops that reach other peers another threadblock"));
+    }
+    size_t flat = 0, crossing = tb.ops.size();
     for (size_t k = 0; k < tb.ops.size(); ++k) {
       const Op &op = tb.ops[k];
       flat += 1 + op.ops.size();
+      if (flat > kMaxOperations && crossing == tb.ops.size())
+        crossing = k;
       checkOp(r, t, op, idx(tp + ".ops", k), false, barrierTbs, barrierSize);
     }
-    if (flat > kMaxOperations)
-      limit(tp + ".ops", std::to_string(flat) +
-                             " operations (pipeline inner ops included) exceed the executor limit of 64 (MAX_OPERATION)");
+    if (flat > kMaxOperations) // at the op that crosses the limit, so a front end names its call
+      limit(idx(tp + ".ops", crossing),
+            std::to_string(flat) + " operations (pipeline inner ops included) exceed the executor limit of 64 "
+                                   "(MAX_OPERATION); this op is past it: give it and the ops after it another "
+                                   "threadblock");
   }
 
   const std::vector<uint32_t> &channelTable(const ResolvedTb &rtb, ChannelType ct) const {
