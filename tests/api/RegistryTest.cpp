@@ -262,6 +262,53 @@ TEST_CASE("files and directories: plans and programs", "[registry]") {
   CHECK_THROWS_AS(reg2.addDirectory(dir.file("missing"), p), Error);
 }
 
+TEST_CASE("a directory's index: one program in several builds, each with its own info", "[registry]") {
+  test::TempDir dir, cache;
+  test::writeFile(dir.file("ring.msccl"), test::readFile(std::string(MSCCL_STDLIB_SOURCE_DIR) + "/allreduce/ring.msccl"));
+  PlanPtr ag = stdlibPlan("allgather/ring", {{"ranks", "4"}, {"inplace", "false"}});
+  test::writeFile(dir.file("unlisted.json"), plan::writePlan(*ag)); // not in the index: not registered
+  test::writeFile(dir.file("msccl-plans.json"), R"({"plans": [
+    {"file": "ring.msccl", "name": "ring_in", "defines": {"inplace": true}},
+    {"file": "ring.msccl", "name": "ring_oop", "defines": {"inplace": false, "chunks": 2},
+     "max_bytes": 1048576, "tags": ["bandwidth"]}
+  ]})");
+  CompileParams p;
+  p.cacheDir = cache.str();
+  p.defines = {{"ranks", "4"}};
+  PlanRegistry reg;
+  REQUIRE(reg.addDirectory(dir.str(), p) == 2);
+  REQUIRE(reg.plans().size() == 2);
+  const RegisteredPlan *in = reg.find("ring_in"), *oop = reg.find("ring_oop");
+  REQUIRE(in);
+  REQUIRE(oop);
+  CHECK(*in->info.inPlace == InPlace::InPlace);
+  CHECK(*oop->info.inPlace == InPlace::OutOfPlace);
+  CHECK(*oop->info.maxBytes == 1048576);
+  CHECK(oop->info.tags == std::vector<std::string>{"bandwidth"});
+  CHECK(oop->plan->gpus[0].inputChunks == 8); // chunks = 2 per rank block, 4 ranks
+  CHECK(reg.select(req("allreduce", 4, 4096, true)) == in);
+  CHECK(reg.select(req("allreduce", 4, 4096, false)) == oop);
+  // A malformed index names the file and the entry's JSON path.
+  auto errorOf = [&](const std::string &index) {
+    test::writeFile(dir.file("msccl-plans.json"), index);
+    PlanRegistry r;
+    try {
+      r.addDirectory(dir.str(), p);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK_THAT(errorOf(R"({"plans": [{"file": "ring.msccl"}, {"file": "ring.msccl", "in_place": "sometimes"}]})"),
+             Catch::Contains("msccl-plans.json: plans[1].in_place: must be \"in\", \"out\" or \"both\""));
+  CHECK_THAT(errorOf(R"({"plans": [{"file": "../ring.msccl"}]})"),
+             Catch::Contains("plans[0].file: must name a file of the directory itself"));
+  CHECK_THAT(errorOf(R"({"plans": [{"file": "ring.msccl", "max_byte": 5}]})"),
+             Catch::Contains("plans[0].max_byte: unknown field"));
+  CHECK_THAT(errorOf(R"({"plan": []})"), Catch::Contains("msccl-plans.json: plans: an array of entries is required"));
+  CHECK_THAT(errorOf("{"), Catch::Contains("msccl-plans.json: not valid JSON"));
+}
+
 TEST_CASE("a directory's defines apply to the programs that declare them", "[registry]") {
   // MSCCL_PLANS_DEFINES="ranks=2,ranks_per_node=1" for a directory of two programs of which only
   // sendrecv/pairs has a `ranks_per_node` param: each gets the defines it declares (a define one

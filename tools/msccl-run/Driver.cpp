@@ -154,7 +154,10 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto &e : std::filesystem::directory_iterator(o.plansDir, ec))
-    if (e.path().extension() == ".json")
+    if (e.path().filename() == "msccl-plans.json") // PlanRegistry::addDirectory's index
+      err << "msccl-run: note: " << e.path().string() << " is the directory's index for libmsccl and the NCCL "
+          << "shim; msccl-run --plans reads the directory's .json plans, not the programs the index lists\n";
+    else if (e.path().extension() == ".json")
       files.push_back(e.path().string());
   if (ec) {
     err << "msccl-run: error: cannot read --plans directory '" << o.plansDir << "': " << ec.message() << "\n";

@@ -223,6 +223,12 @@ public:
   /// define no program are skipped). `params.defines` apply to every program that declares the
   /// param (skipUnknownDefines: a define one program lacks is not an error for it). Returns how
   /// many were added. Throws on the first bad file.
+  /// A directory with an index, `msccl-plans.json` = {"plans": [ENTRY, ...]}, registers the
+  /// entries instead, in order: ENTRY = {"file": a file of the directory (required), "name",
+  /// "defines": {PARAM: VALUE}, "options": {OPTION: VALUE} (after `params`' own), "min_bytes",
+  /// "max_bytes", "in_place": "in"|"out"|"both", "tags": [...], "ranks_per_node"}; one file may
+  /// appear in several entries (e.g. an in-place and an out-of-place build of one program).
+  /// A malformed index throws Error(InvalidArgument) naming the file and the entry's JSON path.
   size_t addDirectory(const std::string &dir, const CompileParams &params = {});
   /// Remove the plan `name`; false when there is none.
   bool remove(const std::string &name);
