@@ -11,6 +11,7 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
+#include "msccl/driver/ReplicationRanges.h"
 
 #include "msccl/backend/Lower.h"
 #include "msccl/backend/StreamCompile.h"
@@ -268,6 +269,12 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   // The map places --source-map's entries and the verifier's findings at the .msccl calls.
   if (!o.sourceMapFile.empty() || !o.noVerify)
     output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
+  // Replication splits ranges of different extents inconsistently: said with a failed verification.
+  std::optional<RangeConflict> conflict;
+  const ir::ProgramOptions &popts = r.program->ir().options;
+  if (!o.noVerify && popts.instances > 1 && popts.replicationPolicy == ir::ReplicationPolicy::Interleaved)
+    conflict = findReplicationConflict(r.program->ir());
+  const int64_t instances = popts.instances;
   try {
     // AllToAllV sizes are derived over the whole plan (deriveVariableSizes): no streaming.
     if (!wantPlan && o.noVerify && !r.program->ir().options.collective.variable) {
@@ -290,8 +297,17 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   if (output.plan && output.plan->variableSizes &&
       !deriveVariableSizes(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
     return false;
-  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
+  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get())) {
+    if (conflict && r.program) {
+      const ir::SourceTable &st = r.program->ir().sources;
+      const llvm::SMLoc a = st.loc(conflict->sourceA), b = st.loc(conflict->sourceB);
+      const unsigned lineA = a.isValid() ? diag.sourceMgr().getLineAndColumn(a).first : 0;
+      diag.report(b.isValid() ? b : unit.program->loc, DiagId::note_replication_ranges,
+                  {std::to_string(instances), conflict->rangeB, conflict->rangeA, std::to_string(lineA),
+                   conflict->buffer});
+    }
     return false;
+  }
   return true;
 }
 
