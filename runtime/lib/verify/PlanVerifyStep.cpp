@@ -509,6 +509,12 @@ bool Verifier::step(TbRun &tb) {
   default:
     break;
   }
+  // No case above modelled the op: never a silent no-op (a new op row of PlanEnums.def reaches
+  // here until the verifier learns it), so the plan is not proven.
+  fail(FindingKind::Unsupported, opRefs_[fo.id].path,
+       "the static verifier has no model of op `" + std::string(opName(op.type)) +
+           "`: its reads, writes and syncs are not checked, so the plan is not proven",
+       {ref(fo.id, L)});
   return true;
 }
 
