@@ -108,3 +108,21 @@ TEST_CASE("half-precision outputs are compared within the stated tolerance", "[c
   std::vector<uint8_t> any(16);
   CHECK_FALSE(verifyOutputs(CollectiveKind::Other, {any.data()}, 16, 16, DataType::Float16, ReduceOp::Sum).checked);
 }
+
+TEST_CASE("the collectives table: names, reductions, bus bandwidth", "[collective]") {
+  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                           CollectiveKind::AllToAll, CollectiveKind::SendRecv})
+    CHECK(collectiveKind(std::string(collectiveName(k))) == k);
+  CHECK(collectiveKind("test") == CollectiveKind::Other);
+  CHECK(collectiveKind("") == CollectiveKind::Other); // Other's empty name names no plan's collective
+  CHECK(collectiveReduces(CollectiveKind::AllReduce) == Reduces::Yes);
+  CHECK(collectiveReduces(CollectiveKind::ReduceScatter) == Reduces::Yes);
+  CHECK(collectiveReduces(CollectiveKind::AllGather) == Reduces::No);
+  CHECK(collectiveReduces(CollectiveKind::Other) == Reduces::Maybe);
+  // nccl-tests' factors at 8 ranks.
+  CHECK(busBandwidthFactor(CollectiveKind::AllReduce, 8) == 1.75);
+  CHECK(busBandwidthFactor(CollectiveKind::AllGather, 8) == 0.875);
+  CHECK(busBandwidthFactor(CollectiveKind::AllToAll, 8) == 0.875);
+  CHECK(busBandwidthFactor(CollectiveKind::SendRecv, 8) == 1);
+  CHECK(busBandwidthFactor(CollectiveKind::AllReduce, 0) == 1);
+}

@@ -253,9 +253,8 @@ std::unique_ptr<Executor> makeBackend(const Options &o, std::ostream &err) {
 }
 
 /// Whether the collective's result depends on a reduction op (the redop column applies).
-bool reduces(CollectiveKind kind) {
-  return kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Other;
-}
+/// (Collectives.def: Yes, or Maybe for a collective without a row.)
+bool reduces(CollectiveKind kind) { return collectiveReduces(kind) != Reduces::No; }
 
 struct Row {
   uint64_t size = 0, count = 0;

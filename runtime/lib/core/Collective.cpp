@@ -16,25 +16,41 @@
 namespace msccl::runtime {
 using namespace msccl::plan;
 
+namespace {
+enum class BusBw : uint8_t { TwoNm1OverN, Nm1OverN, One };
+struct CollectiveRow {
+  CollectiveKind kind;
+  std::string_view name;
+  Reduces reduces;
+  BusBw busBw;
+};
+constexpr CollectiveRow kCollectives[] = {
+#define MSCCL_COLLECTIVE(Kind, Name, R, B) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B},
+#include "msccl/runtime/Collectives.def"
+};
+const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
+} // namespace
+
 CollectiveKind collectiveKind(const std::string &c) {
-  if (c == "allreduce") return CollectiveKind::AllReduce;
-  if (c == "allgather") return CollectiveKind::AllGather;
-  if (c == "reducescatter") return CollectiveKind::ReduceScatter;
-  if (c == "alltoall") return CollectiveKind::AllToAll;
-  if (c == "sendrecv") return CollectiveKind::SendRecv;
+  for (const CollectiveRow &r : kCollectives)
+    if (r.kind != CollectiveKind::Other && r.name == c)
+      return r.kind;
   return CollectiveKind::Other;
 }
+
+std::string_view collectiveName(CollectiveKind kind) { return row(kind).name; }
+
+Reduces collectiveReduces(CollectiveKind kind) { return row(kind).reduces; }
 
 double busBandwidthFactor(CollectiveKind kind, uint32_t n) {
   if (n == 0)
     return 1;
-  switch (kind) {
-  case CollectiveKind::AllReduce: return 2.0 * (n - 1) / n;
-  case CollectiveKind::AllGather:
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllToAll: return double(n - 1) / n;
-  default: return 1;
+  switch (row(kind).busBw) {
+  case BusBw::TwoNm1OverN: return 2.0 * (n - 1) / n;
+  case BusBw::Nm1OverN: return double(n - 1) / n;
+  case BusBw::One: return 1;
   }
+  return 1;
 }
 
 std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std::string *whyNot) {
@@ -212,7 +228,7 @@ OutputChecker::OutputChecker(CollectiveKind kind, uint32_t nranks, uint64_t inpu
   m_ = int32_t(inputPeriod(nranks, type) - 1);
   for (int32_t k = 0; k < 128; ++k)
     step_[size_t(k)] = int32_t(int64_t(k) * 131 % m_);
-  const bool reducing = kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter;
+  const bool reducing = collectiveReduces(kind) == Reduces::Yes;
   valueOf_.resize(size_t(m_));
   for (int32_t x = 0; x < m_; ++x) {
     double acc = double(1 + x);

@@ -25,17 +25,29 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace msccl::runtime {
 
-enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, Other };
+/// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
+enum class CollectiveKind : uint8_t {
+#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw) Kind,
+#include "msccl/runtime/Collectives.def"
+};
 
-/// "allreduce" -> AllReduce, ...; anything else -> Other.
+/// "allreduce" -> AllReduce, ... (the table's names); anything else -> Other.
 CollectiveKind collectiveKind(const std::string &collective);
+/// The table's name of `kind` ("" for Other).
+std::string_view collectiveName(CollectiveKind kind);
 
-/// nccl-tests bus-bandwidth factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall
-/// (n-1)/n; sendrecv and others 1.
+/// Whether a collective's end state depends on a reduction op (its reduce_op applies).
+enum class Reduces : uint8_t { No, Yes, Maybe };
+/// The table's answer: Maybe for Other (a plan of a collective without a row may reduce).
+Reduces collectiveReduces(CollectiveKind kind);
+
+/// nccl-tests bus-bandwidth factor (the table's BusBw): allreduce 2(n-1)/n; allgather,
+/// reducescatter, alltoall (n-1)/n; sendrecv and others 1; 1 for n = 0.
 double busBandwidthFactor(CollectiveKind kind, uint32_t nranks);
 
 /// Per-rank message sizes in bytes for nccl-tests size S.
