@@ -11,6 +11,7 @@
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
+#include "msccl/driver/ChannelPairing.h"
 #include "msccl/driver/ReplicationRanges.h"
 
 #include "msccl/backend/Lower.h"
@@ -275,6 +276,9 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   if (!o.noVerify && popts.instances > 1 && popts.replicationPolicy == ir::ReplicationPolicy::Interleaved)
     conflict = findReplicationConflict(r.program->ir());
   const int64_t instances = popts.instances;
+  std::optional<CrossedChannel> crossed; // channels whose pairing crossed: said with a failed verification
+  if (!o.noVerify)
+    crossed = findCrossedChannel(r.program->ir());
   try {
     // AllToAllV sizes are derived over the whole plan (deriveVariableSizes): no streaming.
     if (!wantPlan && o.noVerify && !r.program->ir().options.collective.variable) {
@@ -305,6 +309,13 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
       diag.report(b.isValid() ? b : unit.program->loc, DiagId::note_replication_ranges,
                   {std::to_string(instances), conflict->rangeB, conflict->rangeA, std::to_string(lineA),
                    conflict->buffer});
+    }
+    if (crossed && r.program) {
+      const ir::SourceTable &st = r.program->ir().sources;
+      const llvm::SMLoc here = st.loc(crossed->sourceHere), peer = st.loc(crossed->sourcePeer);
+      diag.report(here.isValid() ? here : unit.program->loc, DiagId::note_channel_pairing, {crossed->text});
+      if (peer.isValid())
+        diag.report(peer, DiagId::note_channel_partner, {});
     }
     return false;
   }

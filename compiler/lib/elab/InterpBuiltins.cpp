@@ -267,6 +267,8 @@ Value Interp::construct(const CallExpr *c) {
   ArgLocs locs;
   collectArgs(c->args, c->binding, ci.ctorParams, a, locs, c->loc);
   ArgCtx ac{&ci.name, nullptr, &ci.ctorParams, c->loc};
+  if (program_ && (cls == ClassId::MemoryChannel || cls == ClassId::PortChannel))
+    program_->setSource(c->loc); // the channel's creation, for diagnostics that name it
   auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
   auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
   try {

@@ -84,6 +84,7 @@ MemoryChannel Program::memoryChannel(int64_t dst, int64_t src) {
   for (auto t : g.channelTypeOrder) seen |= t == ChannelType::Memory;
   if (!seen) g.channelTypeOrder.push_back(ChannelType::Memory);
   impl_->grow(1);
+  g.memoryChannelSource.push_back(impl_->currentSource());
   g.memoryConnectedTo.push_back(uint32_t(dst));
   return MemoryChannel(this, uint32_t(g.memoryConnectedTo.size() - 1), dst, src);
 }
@@ -95,6 +96,7 @@ PortChannel Program::portChannel(int64_t dst, int64_t src) {
   for (auto t : g.channelTypeOrder) seen |= t == ChannelType::Port;
   if (!seen) g.channelTypeOrder.push_back(ChannelType::Port);
   impl_->grow(1);
+  g.portChannelSource.push_back(impl_->currentSource());
   g.portConnectedTo.push_back(uint32_t(dst));
   return PortChannel(this, uint32_t(g.portConnectedTo.size() - 1), dst, src);
 }

@@ -180,6 +180,9 @@ struct GpuIR {
   std::vector<ChannelType> channelTypeOrder;  ///< memory/port, order of first construction.
   std::vector<uint32_t> memoryConnectedTo;    ///< dst rank per memory channel id.
   std::vector<uint32_t> portConnectedTo;      ///< dst rank per port channel id.
+  /// Per memory / port channel id: the source id (ProgramIR::sources) of its MemoryChannel(...) /
+  /// PortChannel(...) call, 0 when unknown (diagnostics name the call of a crossed pairing).
+  std::vector<uint32_t> memoryChannelSource, portChannelSource;
   std::vector<SwitchChannelDecl> switchChannels;
   std::vector<RemoteBufferIR> remoteBuffers;
   std::vector<int64_t> semaphores;            ///< init values.
