@@ -54,16 +54,10 @@ std::optional<CrossedChannel> findCrossedChannel(const ir::ProgramIR &ir) {
     c.signals[t].resize(ir.gpus.size());
     c.waits[t].resize(ir.gpus.size());
   }
-  std::vector<ir::Op> ops;
   for (const ir::GpuIR &g : ir.gpus)
-    for (const ir::ThreadBlockIR &tb : g.threadblocks) {
-      ops.clear();
-      ir::decodeOps(tb.packed, ops);
-      for (const ir::Op &op : ops)
+    for (const ir::ThreadBlockIR &tb : g.threadblocks)
+      for (const ir::Op &op : ir::allOps(tb)) // packed and unpacked alike
         count(g, tb, op, c);
-      for (const ir::Op &op : tb.ops)
-        count(g, tb, op, c);
-    }
   for (int t = 0; t < 2; ++t)
     for (const ir::GpuIR &g : ir.gpus) {
       const std::vector<uint32_t> &to = t == 0 ? g.memoryConnectedTo : g.portConnectedTo;

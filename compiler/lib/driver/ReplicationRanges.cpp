@@ -62,16 +62,10 @@ std::string rangeText(const Range &r) {
 
 std::optional<RangeConflict> findReplicationConflict(const ir::ProgramIR &ir) {
   std::vector<Range> ranges;
-  std::vector<ir::Op> ops;
   for (const ir::GpuIR &g : ir.gpus)
-    for (const ir::ThreadBlockIR &tb : g.threadblocks) {
-      ops.clear();
-      ir::decodeOps(tb.packed, ops);
-      for (const ir::Op &op : ops)
+    for (const ir::ThreadBlockIR &tb : g.threadblocks)
+      for (const ir::Op &op : ir::allOps(tb)) // packed and unpacked alike
         collect(g, tb, op, ranges);
-      for (const ir::Op &op : tb.ops)
-        collect(g, tb, op, ranges);
-    }
   std::sort(ranges.begin(), ranges.end());
   // Sweep each buffer: `widest` is the earlier range reaching furthest; a range that starts
   // inside it and is not the same range conflicts with it.
