@@ -137,6 +137,25 @@ IndexEntry readIndexEntry(const nlohmann::json &e, const std::string &p, const s
 } // namespace
 
 size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &params) {
+  return addDirectory(dir, params, nullptr);
+}
+
+size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &params,
+                                  std::vector<std::string> *skipped) {
+  // One file: added, or (with `skipped`) passed over with its reason.
+  auto addOne = [&](const std::string &file, const PlanInfo &info, const CompileParams &p) -> bool {
+    if (!skipped) {
+      addFile(file, info, p);
+      return true;
+    }
+    try {
+      addFile(file, info, p);
+      return true;
+    } catch (const Error &e) {
+      skipped->push_back(file + ": " + e.what());
+      return false;
+    }
+  };
   const std::string index = dir + "/" + kIndexName;
   if (llvm::sys::fs::exists(index)) { // the index says what the directory holds
     std::ifstream in(index);
@@ -148,12 +167,13 @@ size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &p
     std::vector<IndexEntry> entries;
     for (size_t i = 0; i < j["plans"].size(); ++i)
       entries.push_back(readIndexEntry(j["plans"][i], index + ": plans[" + std::to_string(i) + "]", dir, params));
+    size_t added = 0;
     for (IndexEntry &e : entries) {
       if (e.info.source.empty())
         e.info.source = (llvm::sys::path::extension(e.file) == ".msccl" ? "compile:" : "") + e.file;
-      addFile(e.file, e.info, e.params);
+      added += addOne(e.file, e.info, e.params);
     }
-    return entries.size();
+    return added;
   }
   std::error_code ec;
   std::vector<std::string> files;
@@ -176,8 +196,7 @@ size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &p
     }
     CompileParams forDirectory = params; // the defines are the directory's, not one program's
     forDirectory.skipUnknownDefines = true;
-    addFile(f, {}, forDirectory);
-    ++added;
+    added += addOne(f, {}, forDirectory);
   }
   return added;
 }

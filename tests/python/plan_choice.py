@@ -52,4 +52,39 @@ with tempfile.TemporaryDirectory() as d:
     # The ranking is not first-fit: the narrowest range wins at 1 KiB although a_ring sorts first.
     first = reg.select(comm.request("allreduce", 1024, in_place=True))
     assert first is not None and os.path.basename(first.source) == "d_allpairs_small.json", first.source
-    sys.exit(1 if differ else 0)
+
+# A directory of programs with an index (msccl-plans.json): one .msccl in three builds, compiled
+# by both with -D ranks=4; msccl-run loads it as libmsccl does (names from the index).
+with tempfile.TemporaryDirectory() as d:
+    stdlib = os.environ.get("MSCCL_STDLIB_PATH") or os.path.join(os.path.dirname(__file__), "..", "..", "stdlib")
+    with open(os.path.join(stdlib, "allreduce", "ring.msccl")) as f:
+        ring = f.read()
+    with open(os.path.join(d, "ring.msccl"), "w") as f:
+        f.write(ring)
+    with open(os.path.join(d, "msccl-plans.json"), "w") as f:
+        json.dump({"plans": [
+            {"file": "ring.msccl", "name": "ring_in", "defines": {"inplace": True}},
+            {"file": "ring.msccl", "name": "ring_oop", "defines": {"inplace": False}},
+            {"file": "ring.msccl", "name": "ring_in_small", "defines": {"inplace": True, "chunks": 2},
+             "max_bytes": 65536}]}, f)
+    reg = msccl.PlanRegistry()
+    reg.register_directory(d, defines={"ranks": 4})
+    comm = msccl.Communicator.local(4)
+    for size in (1024, 64 << 10, 1 << 20):
+        for in_place in (True, False):
+            chosen = reg.select(comm.request("allreduce", size, in_place=in_place))
+            want = None if chosen is None else chosen.name
+            jsonl = os.path.join(d, "rows.jsonl")
+            if os.path.exists(jsonl):
+                os.remove(jsonl)
+            subprocess.run([RUN, "--plans", d, "-D", "ranks=4", "--collective", "allreduce", "--size", str(size),
+                            "--in-place" if in_place else "--out-of-place", "--backend", "sim", "-n", "1",
+                            "--jsonl", jsonl], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            row = json.loads(open(jsonl).read().splitlines()[-1])
+            got = row["plan"] if row["status"] != "skipped" else None
+            ok = got == want
+            differ += not ok
+            print(f"{size:>9} B {'in place' if in_place else 'out of place':<12} index: registry {want or '-':<14} "
+                  f"msccl-run {got or '-':<14} {'same' if ok else 'DIFFERENT'}")
+    assert reg.select(comm.request("allreduce", 1024, in_place=True)).name == "ring_in_small"
+sys.exit(1 if differ else 0)

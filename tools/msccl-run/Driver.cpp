@@ -51,9 +51,14 @@ using namespace msccl::runtime;
 struct LoadedPlan {
   std::string file;
   Plan plan;
+  /// --plans: what PlanRegistry::addDirectory registered it with (an index's name, range, ...).
+  std::optional<msccl::PlanInfo> info;
+  std::string label; ///< The plan column; "" = the file name.
 };
 
 std::string planLabel(const LoadedPlan &p) {
+  if (!p.label.empty())
+    return p.label;
   if (llvm::StringRef(p.file).startswith("stdlib:"))
     return p.file;
   return std::filesystem::path(p.file).filename().string();
@@ -82,7 +87,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     err << "msccl-run: error: -D and -I apply to .msccl and stdlib:NAME inputs, not to " << o.input << "\n";
     return 2;
   }
-  LoadedPlan lp{o.input, Plan()};
+  LoadedPlan lp{o.input, Plan(), std::nullopt, ""};
   if (msccl) {
     driver::MscclcOptions mo;
     mo.input = o.input;
@@ -149,40 +154,53 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
   return std::nullopt;
 }
 
-/// Every valid plan of --plans DIR with the collective and rank count asked for.
+/// Every valid plan of --plans DIR with the collective and rank count asked for, loaded as
+/// libmsccl and the NCCL shim load a plan directory (PlanRegistry::addDirectory: .json plans,
+/// .msccl programs compiled through the cache with -D/-I, or what the index msccl-plans.json
+/// lists), except that a file that cannot be loaded, or a plan this run's checks refuse, is
+/// skipped with a warning.
 std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &plans, std::ostream &err) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto &e : std::filesystem::directory_iterator(o.plansDir, ec))
-    if (e.path().filename() == "msccl-plans.json") // PlanRegistry::addDirectory's index
-      err << "msccl-run: note: " << e.path().string() << " is the directory's index for libmsccl and the NCCL "
-          << "shim; msccl-run --plans reads the directory's .json plans, not the programs the index lists\n";
-    else if (e.path().extension() == ".json")
-      files.push_back(e.path().string());
-  if (ec) {
-    err << "msccl-run: error: cannot read --plans directory '" << o.plansDir << "': " << ec.message() << "\n";
+  msccl::CompileParams params;
+  for (const std::string &d : o.defines) {
+    const size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      err << "msccl-run: error: -D " << d << ": expected NAME=VALUE\n";
+      return 2;
+    }
+    params.defines.push_back({d.substr(0, eq), d.substr(eq + 1)});
+  }
+  params.includeDirs = o.includeDirs;
+  msccl::PlanRegistry loader;
+  std::vector<std::string> skipped;
+  try {
+    loader.addDirectory(o.plansDir, params, &skipped);
+  } catch (const msccl::Error &e) {
+    err << "msccl-run: error: --plans " << o.plansDir << ": " << e.what() << "\n";
     return 2;
   }
-  std::sort(files.begin(), files.end());
-  for (const std::string &f : files) {
-    try {
-      LoadedPlan lp{f, readPlanFile(f)};
-      if (lp.plan.collective != o.collective || (o.nranks != 0 && lp.plan.gpus.size() != o.nranks))
-        continue;
-      ValidateOptions vo;
-      vo.allowGlre = true; // cpu and sim run glre; the CUDA executor refuses it when run
-      vo.deviceLimits = !o.allowOverLimits;
-      std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
-      if (!problems.empty()) {
-        err << "msccl-run: warning: skipping " << f << ": invalid plan: " << problems[0].str()
-            << (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string())
-            << "\n";
-        continue;
-      }
-      plans.push_back(std::move(lp));
-    } catch (const PlanError &e) {
-      err << "msccl-run: warning: skipping " << f << ": " << e.what() << "\n";
+  for (const std::string &s : skipped)
+    err << "msccl-run: warning: skipping " << s << "\n";
+  std::map<std::string, int> perFile; // a file several index entries build: label them by name
+  for (const msccl::RegisteredPlan *rp : loader.plans())
+    perFile[rp->info.source]++;
+  for (const msccl::RegisteredPlan *rp : loader.plans()) {
+    const Plan &plan = *rp->plan;
+    if (rp->info.collective != o.collective || (o.nranks != 0 && plan.gpus.size() != o.nranks))
+      continue;
+    llvm::StringRef source(rp->info.source);
+    source.consume_front("compile:");
+    LoadedPlan lp{source.str(), plan, rp->info, perFile[rp->info.source] > 1 ? rp->info.name : ""};
+    ValidateOptions vo;
+    vo.allowGlre = true; // cpu and sim run glre; the CUDA executor refuses it when run
+    vo.deviceLimits = !o.allowOverLimits;
+    std::vector<PlanDiagnostic> problems = checkPlan(lp.plan, vo);
+    if (!problems.empty()) {
+      err << "msccl-run: warning: skipping " << lp.file << ": invalid plan: " << problems[0].str()
+          << (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : std::string())
+          << "\n";
+      continue;
     }
+    plans.push_back(std::move(lp));
   }
   if (plans.empty()) {
     err << "msccl-run: error: no plan in " << o.plansDir << " has collective \"" << o.collective << "\""
@@ -416,16 +434,18 @@ std::optional<int> registerPlans(const Options &o, const std::vector<LoadedPlan>
   choice.registry = std::make_unique<msccl::PlanRegistry>();
   std::set<uint32_t> worlds;
   for (const LoadedPlan &lp : plans) {
-    msccl::PlanInfo info;
-    info.name = planLabel(lp);
-    info.source = lp.file;
+    msccl::PlanInfo info = lp.info.value_or(msccl::PlanInfo{}); // as the directory registered it
+    if (!lp.info) {
+      info.name = planLabel(lp);
+      info.source = lp.file;
+    }
     try {
-      choice.registry->add(std::make_shared<const Plan>(lp.plan), info);
+      const msccl::RegisteredPlan &rp = choice.registry->add(std::make_shared<const Plan>(lp.plan), info);
+      choice.byName[rp.info.name] = &lp;
     } catch (const msccl::Error &e) {
       err << "msccl-run: warning: skipping " << lp.file << ": " << e.what() << "\n";
       continue;
     }
-    choice.byName[info.name] = &lp;
     worlds.insert(uint32_t(lp.plan.gpus.size()));
   }
   if (o.nranks)

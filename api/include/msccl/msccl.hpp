@@ -230,6 +230,10 @@ public:
   /// appear in several entries (e.g. an in-place and an out-of-place build of one program).
   /// A malformed index throws Error(InvalidArgument) naming the file and the entry's JSON path.
   size_t addDirectory(const std::string &dir, const CompileParams &params = {});
+  /// addDirectory that skips a file (or index entry) it cannot load instead of throwing, and
+  /// appends "FILE: reason" to `skipped` for each (msccl-run --plans). A directory that cannot be
+  /// read or a malformed index still throws.
+  size_t addDirectory(const std::string &dir, const CompileParams &params, std::vector<std::string> *skipped);
   /// Remove the plan `name`; false when there is none.
   bool remove(const std::string &name);
 
