@@ -25,6 +25,18 @@ PROGRAMS = {
 }
 SIZES = [1024, 1000, 48 << 10, 64 << 10, (64 << 10) + 64, (64 << 10) + 192, 1 << 20, 3 << 20]
 
+
+def run_choice(d, size, in_place, extra):
+    """The plan msccl-run --plans D runs at `size` (its --jsonl row's plan column), None if skipped."""
+    jsonl = os.path.join(d, "rows.jsonl")
+    if os.path.exists(jsonl):
+        os.remove(jsonl)
+    subprocess.run([RUN, "--plans", d, *extra, "--collective", "allreduce", "--size", str(size),
+                    "--in-place" if in_place else "--out-of-place", "--backend", "sim", "-n", "1", "--jsonl", jsonl],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    row = json.loads(open(jsonl).read().splitlines()[-1])
+    return row["plan"] if row["status"] != "skipped" else None
+
 with tempfile.TemporaryDirectory() as d:
     for name, args in PROGRAMS.items():
         subprocess.run([MSCCLC, *args, "-o", os.path.join(d, name)], check=True)
@@ -37,14 +49,8 @@ with tempfile.TemporaryDirectory() as d:
             chosen = reg.select(comm.request("allreduce", size, in_place=in_place))
             # By file: the registry names a plan by its program's name (msccl-run by its file).
             want = None if chosen is None else os.path.splitext(os.path.basename(chosen.source))[0]
-            jsonl = os.path.join(d, "rows.jsonl")
-            if os.path.exists(jsonl):
-                os.remove(jsonl)
-            subprocess.run([RUN, "--plans", d, "--collective", "allreduce", "--nranks", "4", "--size", str(size),
-                            "--in-place" if in_place else "--out-of-place", "--backend", "sim", "-n", "1",
-                            "--jsonl", jsonl], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            row = json.loads(open(jsonl).read().splitlines()[-1])
-            got = os.path.splitext(row["plan"])[0] if row["status"] != "skipped" else None
+            got = run_choice(d, size, in_place, ["--nranks", "4"])
+            got = None if got is None else os.path.splitext(got)[0]
             ok = got == want
             differ += not ok
             print(f"{size:>9} B {'in place' if in_place else 'out of place':<12} registry: {want or '-':<18} "
@@ -74,14 +80,7 @@ with tempfile.TemporaryDirectory() as d:
         for in_place in (True, False):
             chosen = reg.select(comm.request("allreduce", size, in_place=in_place))
             want = None if chosen is None else chosen.name
-            jsonl = os.path.join(d, "rows.jsonl")
-            if os.path.exists(jsonl):
-                os.remove(jsonl)
-            subprocess.run([RUN, "--plans", d, "-D", "ranks=4", "--collective", "allreduce", "--size", str(size),
-                            "--in-place" if in_place else "--out-of-place", "--backend", "sim", "-n", "1",
-                            "--jsonl", jsonl], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            row = json.loads(open(jsonl).read().splitlines()[-1])
-            got = row["plan"] if row["status"] != "skipped" else None
+            got = run_choice(d, size, in_place, ["-D", "ranks=4"])
             ok = got == want
             differ += not ok
             print(f"{size:>9} B {'in place' if in_place else 'out of place':<12} index: registry {want or '-':<14} "
