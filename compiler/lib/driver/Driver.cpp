@@ -216,6 +216,27 @@ bool compileLegacyProgram(diag::DiagEngine &diag, llvm::SMLoc loc, legacy::Progr
   return true;
 }
 
+/// Notes for a program whose plan failed verification, from its elaborated IR (computed only
+/// then, so a compile that verifies pays nothing): ranges that interleaved replication splits
+/// inconsistently (ReplicationRanges.h), and channels whose pairing crossed (ChannelPairing.h).
+void explainFailedVerification(diag::DiagEngine &diag, const ir::ProgramIR &ir, llvm::SMLoc fallback) {
+  const ir::SourceTable &st = ir.sources;
+  if (ir.options.instances > 1 && ir.options.replicationPolicy == ir::ReplicationPolicy::Interleaved)
+    if (std::optional<RangeConflict> conflict = findReplicationConflict(ir)) {
+      const llvm::SMLoc a = st.loc(conflict->sourceA), b = st.loc(conflict->sourceB);
+      const unsigned lineA = a.isValid() ? diag.sourceMgr().getLineAndColumn(a).first : 0;
+      diag.report(b.isValid() ? b : fallback, DiagId::note_replication_ranges,
+                  {std::to_string(ir.options.instances), conflict->rangeB, conflict->rangeA, std::to_string(lineA),
+                   conflict->buffer});
+    }
+  if (std::optional<CrossedChannel> crossed = findCrossedChannel(ir)) {
+    const llvm::SMLoc here = st.loc(crossed->sourceHere), peer = st.loc(crossed->sourcePeer);
+    diag.report(here.isValid() ? here : fallback, DiagId::note_channel_pairing, {crossed->text});
+    if (peer.isValid())
+      diag.report(peer, DiagId::note_channel_partner, {});
+  }
+}
+
 /// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
 /// this returns; only the program or the plan is kept. Returns false on error (reported).
 bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err,
@@ -270,15 +291,6 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   // The map places --source-map's entries and the verifier's findings at the .msccl calls.
   if (!o.sourceMapFile.empty() || !o.noVerify)
     output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
-  // Replication splits ranges of different extents inconsistently: said with a failed verification.
-  std::optional<RangeConflict> conflict;
-  const ir::ProgramOptions &popts = r.program->ir().options;
-  if (!o.noVerify && popts.instances > 1 && popts.replicationPolicy == ir::ReplicationPolicy::Interleaved)
-    conflict = findReplicationConflict(r.program->ir());
-  const int64_t instances = popts.instances;
-  std::optional<CrossedChannel> crossed; // channels whose pairing crossed: said with a failed verification
-  if (!o.noVerify)
-    crossed = findCrossedChannel(r.program->ir());
   try {
     // AllToAllV sizes are derived over the whole plan (deriveVariableSizes): no streaming.
     if (!wantPlan && o.noVerify && !r.program->ir().options.collective.variable) {
@@ -302,21 +314,7 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
       !deriveVariableSizes(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
     return false;
   if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get())) {
-    if (conflict && r.program) {
-      const ir::SourceTable &st = r.program->ir().sources;
-      const llvm::SMLoc a = st.loc(conflict->sourceA), b = st.loc(conflict->sourceB);
-      const unsigned lineA = a.isValid() ? diag.sourceMgr().getLineAndColumn(a).first : 0;
-      diag.report(b.isValid() ? b : unit.program->loc, DiagId::note_replication_ranges,
-                  {std::to_string(instances), conflict->rangeB, conflict->rangeA, std::to_string(lineA),
-                   conflict->buffer});
-    }
-    if (crossed && r.program) {
-      const ir::SourceTable &st = r.program->ir().sources;
-      const llvm::SMLoc here = st.loc(crossed->sourceHere), peer = st.loc(crossed->sourcePeer);
-      diag.report(here.isValid() ? here : unit.program->loc, DiagId::note_channel_pairing, {crossed->text});
-      if (peer.isValid())
-        diag.report(peer, DiagId::note_channel_partner, {});
-    }
+    explainFailedVerification(diag, r.program->ir(), unit.program->loc); // compile() left the IR as elaborated
     return false;
   }
   return true;
