@@ -7,9 +7,9 @@
 // Then the eligible plans are ranked (preferred tags, narrowest range, registration order) or
 // the selector chooses. A plan is eligible only at sizes its chunks can split (messageSizesFor),
 // so a call never gets a plan that then refuses its size while another could run it.
-// This file is the static library msccl_registry (no compiler in it), linked by libmsccl and by
-// msccl-run, so that `msccl-run --plans` and every API client choose by this one rule;
-// RegistryFiles.cpp (libmsccl) adds the plans of files and directories.
+// With RegistryFiles.cpp (plans of files, programs and directory indexes) and Compile.cpp it is
+// the object library msccl_registry, part of libmsccl and of msccl-run, so that `msccl-run
+// --plans` and every API client load plan directories and choose by this one rule.
 // The ranks-per-node default is derived from the plan: the rank pairs its memory and switch
 // channels join (loads and stores) must share a node.
 //
@@ -360,6 +360,22 @@ std::string PlanRegistry::explainText(const SelectRequest &request) const {
   if (!j.chosen)
     os << "  no plan chosen\n";
   return os.str();
+}
+
+std::string PlanRegistry::explainLine(const SelectRequest &request) const {
+  std::string line;
+  for (char ch : explainText(request)) {
+    if (ch == '\n') {
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      line += "; ";
+    } else if (!(ch == ' ' && !line.empty() && line.back() == ' ')) {
+      line += ch;
+    }
+  }
+  while (!line.empty() && (line.back() == ';' || line.back() == ' '))
+    line.pop_back();
+  return line;
 }
 
 } // namespace msccl

@@ -1,7 +1,7 @@
 //===- RegistryFiles.cpp - PlanRegistry::addFile / addDirectory (plans from disk) ---------===//
 //
 // The part of PlanRegistry that reads plan files and compiles .msccl programs (through
-// compile(), the cache): in libmsccl only, beside Compile.cpp; the rule itself is Registry.cpp.
+// compile(), the cache); the rule itself is Registry.cpp (both in msccl_registry).
 // A directory with an index (msccl-plans.json) registers what the index lists: each entry a file
 // of the directory with its own defines, options and PlanInfo, so that one program can sit there
 // in several builds (in place and out of place, per size range); without one, every plan file
@@ -168,11 +168,9 @@ size_t PlanRegistry::addDirectory(const std::string &dir, const CompileParams &p
     for (size_t i = 0; i < j["plans"].size(); ++i)
       entries.push_back(readIndexEntry(j["plans"][i], index + ": plans[" + std::to_string(i) + "]", dir, params));
     size_t added = 0;
-    for (IndexEntry &e : entries) {
-      if (e.info.source.empty())
-        e.info.source = (llvm::sys::path::extension(e.file) == ".msccl" ? "compile:" : "") + e.file;
-      added += addOne(e.file, e.info, e.params);
-    }
+    for (const IndexEntry &e : entries)
+      added += addOne(e.file, e.info, e.params); // addFile names the source
+
     return added;
   }
   std::error_code ec;

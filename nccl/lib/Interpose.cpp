@@ -283,20 +283,7 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     return false;
   }
   if (!plan) {
-    // explain() on one line: its lines joined by "; ", runs of blanks squeezed.
-    std::string text;
-    for (char ch : reg->explainText(req)) {
-      if (ch == '\n') {
-        while (!text.empty() && text.back() == ' ')
-          text.pop_back();
-        text += "; ";
-      } else if (!(ch == ' ' && !text.empty() && text.back() == ' ')) {
-        text += ch;
-      }
-    }
-    while (!text.empty() && (text.back() == ';' || text.back() == ' '))
-      text.pop_back();
-    why = "no plan: " + text;
+    why = "no plan: " + reg->explainLine(req);
     return false;
   }
   try {

@@ -175,6 +175,11 @@ TEST_CASE("message-size ranges: inside the range, then the narrowest", "[registr
   std::string text = reg.explainText(req("allreduce", 4, 1024));
   CHECK_THAT(text, Catch::StartsWith("request: allreduce, 4 ranks, 4 per node, 1KiB (1024 bytes), out of place\n"));
   CHECK_THAT(text, Catch::Contains("  * small [allreduce, 4 ranks, 0B..64KiB, out-of-place only]: chosen"));
+  // The same on one line (the shim's MSCCL_DEBUG fallbacks, msccl-run's skipped rows).
+  const std::string line = reg.explainLine(req("allreduce", 4, 1024));
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK_THAT(line, Catch::StartsWith("request: allreduce, 4 ranks, 4 per node, 1KiB (1024 bytes), out of place; "));
+  CHECK_THAT(line, Catch::Contains("; * small [allreduce, 4 ranks, 0B..64KiB, out-of-place only]: chosen"));
   CHECK(reg.remove("small"));
   CHECK_FALSE(reg.remove("small"));
   CHECK(reg.select(req("allreduce", 4, 1024))->info.name == "any");

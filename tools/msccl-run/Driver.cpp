@@ -51,9 +51,17 @@ using namespace msccl::runtime;
 struct LoadedPlan {
   std::string file;
   Plan plan;
-  /// --plans: what PlanRegistry::addDirectory registered it with (an index's name, range, ...).
-  std::optional<msccl::PlanInfo> info;
-  std::string label; ///< The plan column; "" = the file name.
+  std::string registryName; ///< --plans: its name in PlanChoice::registry.
+  std::string label;        ///< The plan column; "" = the file name.
+};
+
+/// --plans: the folder's plans in a PlanRegistry as addDirectory registered them (api/, the rule
+/// libmsccl, Python and the NCCL shim select by), and the request's fixed parts. Empty
+/// `registry` for a single plan.
+struct PlanChoice {
+  std::unique_ptr<msccl::PlanRegistry> registry;
+  std::map<std::string, const LoadedPlan *> byName;
+  uint32_t worldSize = 0, ranksPerNode = 0;
 };
 
 std::string planLabel(const LoadedPlan &p) {
@@ -87,7 +95,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     err << "msccl-run: error: -D and -I apply to .msccl and stdlib:NAME inputs, not to " << o.input << "\n";
     return 2;
   }
-  LoadedPlan lp{o.input, Plan(), std::nullopt, ""};
+  LoadedPlan lp{o.input, Plan(), "", ""};
   if (msccl) {
     driver::MscclcOptions mo;
     mo.input = o.input;
@@ -157,9 +165,10 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
 /// Every valid plan of --plans DIR with the collective and rank count asked for, loaded as
 /// libmsccl and the NCCL shim load a plan directory (PlanRegistry::addDirectory: .json plans,
 /// .msccl programs compiled through the cache with -D/-I, or what the index msccl-plans.json
-/// lists), except that a file that cannot be loaded, or a plan this run's checks refuse, is
-/// skipped with a warning.
-std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &plans, std::ostream &err) {
+/// lists) into `choice.registry`, except that a file that cannot be loaded, or a plan this run's
+/// checks refuse, is skipped with a warning (and left out of the registry).
+std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &plans, PlanChoice &choice,
+                                  std::ostream &err) {
   msccl::CompileParams params;
   for (const std::string &d : o.defines) {
     const size_t eq = d.find('=');
@@ -170,7 +179,8 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
     params.defines.push_back({d.substr(0, eq), d.substr(eq + 1)});
   }
   params.includeDirs = o.includeDirs;
-  msccl::PlanRegistry loader;
+  choice.registry = std::make_unique<msccl::PlanRegistry>();
+  msccl::PlanRegistry &loader = *choice.registry;
   std::vector<std::string> skipped;
   try {
     loader.addDirectory(o.plansDir, params, &skipped);
@@ -183,13 +193,15 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
   std::map<std::string, int> perFile; // a file several index entries build: label them by name
   for (const msccl::RegisteredPlan *rp : loader.plans())
     perFile[rp->info.source]++;
+  std::vector<std::string> leftOut;
   for (const msccl::RegisteredPlan *rp : loader.plans()) {
     const Plan &plan = *rp->plan;
+    leftOut.push_back(rp->info.name); // until it is kept
     if (rp->info.collective != o.collective || (o.nranks != 0 && plan.gpus.size() != o.nranks))
       continue;
     llvm::StringRef source(rp->info.source);
     source.consume_front("compile:");
-    LoadedPlan lp{source.str(), plan, rp->info, perFile[rp->info.source] > 1 ? rp->info.name : ""};
+    LoadedPlan lp{source.str(), plan, rp->info.name, perFile[rp->info.source] > 1 ? rp->info.name : ""};
     ValidateOptions vo;
     vo.allowGlre = true; // cpu and sim run glre; the CUDA executor refuses it when run
     vo.deviceLimits = !o.allowOverLimits;
@@ -200,8 +212,11 @@ std::optional<int> loadPlanFolder(const Options &o, std::vector<LoadedPlan> &pla
           << "\n";
       continue;
     }
+    leftOut.pop_back();
     plans.push_back(std::move(lp));
   }
+  for (const std::string &name : leftOut)
+    loader.remove(name);
   if (plans.empty()) {
     err << "msccl-run: error: no plan in " << o.plansDir << " has collective \"" << o.collective << "\""
         << (o.nranks ? " and " + std::to_string(o.nranks) + " ranks" : std::string()) << "\n";
@@ -414,40 +429,22 @@ void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, co
   }
 }
 
-/// Makes the row of one size: picks the first plan that can take it, or says why none can.
-/// --plans: the plans of the folder in a PlanRegistry (api/, the rule libmsccl, Python and the
-/// NCCL shim select by), and the request's fixed parts. Empty `registry` for a single plan.
-struct PlanChoice {
-  std::unique_ptr<msccl::PlanRegistry> registry;
-  std::map<std::string, const LoadedPlan *> byName;
-  uint32_t worldSize = 0, ranksPerNode = 0;
-};
-
-/// The folder's plans registered under their file names. The world size: --nranks, else the
-/// job's process count (startDistributed kept only those plans), else the one rank count of the
-/// plans (several: an error asking for --nranks). Ranks per node: MSCCL_RANKS_PER_NODE, as the
-/// API's communicators read it. Returns the exit status on failure.
+/// The registry keeps the plans startDistributed kept, each found by name. The world size:
+/// --nranks, else the job's process count (startDistributed kept only those plans), else the
+/// one rank count of the plans (several: an error asking for --nranks). Ranks per node:
+/// MSCCL_RANKS_PER_NODE, as the API's communicators read it. Returns the exit status on failure.
 std::optional<int> registerPlans(const Options &o, const std::vector<LoadedPlan> &plans, PlanChoice &choice,
                                  std::ostream &err) {
-  if (o.plansDir.empty())
+  if (!choice.registry)
     return std::nullopt;
-  choice.registry = std::make_unique<msccl::PlanRegistry>();
   std::set<uint32_t> worlds;
   for (const LoadedPlan &lp : plans) {
-    msccl::PlanInfo info = lp.info.value_or(msccl::PlanInfo{}); // as the directory registered it
-    if (!lp.info) {
-      info.name = planLabel(lp);
-      info.source = lp.file;
-    }
-    try {
-      const msccl::RegisteredPlan &rp = choice.registry->add(std::make_shared<const Plan>(lp.plan), info);
-      choice.byName[rp.info.name] = &lp;
-    } catch (const msccl::Error &e) {
-      err << "msccl-run: warning: skipping " << lp.file << ": " << e.what() << "\n";
-      continue;
-    }
+    choice.byName[lp.registryName] = &lp;
     worlds.insert(uint32_t(lp.plan.gpus.size()));
   }
+  for (const msccl::RegisteredPlan *rp : choice.registry->plans())
+    if (!choice.byName.count(rp->info.name)) // another rank count than the job's
+      choice.registry->remove(std::string(rp->info.name)); // (a copy: remove destroys rp)
   if (o.nranks)
     choice.worldSize = o.nranks;
   else if (worlds.size() == 1)
@@ -463,19 +460,6 @@ std::optional<int> registerPlans(const Options &o, const std::vector<LoadedPlan>
   if (const char *k = std::getenv("MSCCL_RANKS_PER_NODE"); k && *k)
     choice.ranksPerNode = uint32_t(std::strtoul(k, nullptr, 10));
   return std::nullopt;
-}
-
-/// PlanRegistry::explainText on one line (lines joined by "; ").
-std::string oneLine(const std::string &text) {
-  std::string out;
-  for (char c : text)
-    if (c == '\n')
-      out += "; ";
-    else if (!(c == ' ' && !out.empty() && out.back() == ' '))
-      out += c;
-  while (!out.empty() && (out.back() == ' ' || out.back() == ';'))
-    out.pop_back();
-  return out;
 }
 
 /// The plan for `size`: the registry's choice for the request (in place as -i/--in-place says;
@@ -502,10 +486,11 @@ const LoadedPlan *choosePlan(const PlanChoice &choice, const std::vector<LoadedP
       return choice.byName.at(p->info.name);
   }
   req.inPlace = modes.front();
-  reasons = oneLine(choice.registry->explainText(req));
+  reasons = choice.registry->explainLine(req);
   return nullptr;
 }
 
+/// Makes the row of one size: picks its plan (choosePlan), or says why none can take it.
 Row measureSize(Executor &ex, const Distributed &dist, uint64_t size, const Options &o,
                 const std::vector<LoadedPlan> &plans, const PlanChoice &choice) {
   Row row;
@@ -673,12 +658,13 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
   if (o.backend == "sim")
     o.check = false; // the model moves no data
   std::vector<LoadedPlan> plans;
-  if (std::optional<int> rc = o.plansDir.empty() ? loadSinglePlan(o, plans, err) : loadPlanFolder(o, plans, err))
+  PlanChoice choice;
+  if (std::optional<int> rc =
+          o.plansDir.empty() ? loadSinglePlan(o, plans, err) : loadPlanFolder(o, plans, choice, err))
     return *rc;
   Distributed dist;
   if (std::optional<int> rc = startDistributed(o, plans, dist, out, err))
     return *rc;
-  PlanChoice choice;
   if (std::optional<int> rc = registerPlans(o, plans, choice, err))
     return *rc;
   const std::vector<uint64_t> sizes = sweepSizes(o, plans);

@@ -256,6 +256,9 @@ public:
   std::vector<Explanation> explain(const SelectRequest &request) const;
   /// explain() as text: a header line with the request, then one line per plan.
   std::string explainText(const SelectRequest &request) const;
+  /// explainText() on one line (its lines joined by "; ", runs of blanks squeezed), for log lines
+  /// and table cells (the NCCL shim's MSCCL_DEBUG fallbacks, msccl-run's skipped rows).
+  std::string explainLine(const SelectRequest &request) const;
 
 private:
   struct Impl;
