@@ -605,7 +605,6 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std
   impl->ranksPerNode = rpn;
   const double deadline = monotonicSeconds() + impl->timeout;
   const std::string me = hostKey();
-  std::vector<std::string> hosts(static_cast<size_t>(size));
   if (rank == 0) {
     impl->sock = rootSocket ? rootSocket : bindRoot(endpoint, key);
     RootRendezvous rdv(size, me);
@@ -674,6 +673,7 @@ std::unique_ptr<Communicator> join(uint64_t nonce, const uint8_t *key, const std
       impl->sock = nullptr;
       fail(m.data);
     }
+    std::vector<std::string> hosts; // every rank's host key: checked for shape, not used further
     std::string parseError;
     if (!parseWelcome(m.data, size, hosts, parseError)) {
       closeSocket(impl->sock);
