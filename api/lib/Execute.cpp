@@ -326,10 +326,10 @@ runtime::CountMatrix countMatrix(const plan::Plan &p, uint32_t rank, const CallA
 }
 
 /// S_in/S_out of the plan for the call's sizes, or Error(InvalidArgument / InvalidSize).
-runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t recvBytes) {
+runtime::MessageSizes checkSizes(const plan::Plan &p, size_t sendBytes, size_t recvBytes, plan::DataType dtype) {
   uint64_t S = std::max<uint64_t>(sendBytes, recvBytes);
   std::string why;
-  std::optional<runtime::MessageSizes> ms = runtime::messageSizesFor(p, S, &why);
+  std::optional<runtime::MessageSizes> ms = runtime::messageSizesFor(p, S, plan::dataTypeBytes(dtype), &why);
   if (!ms)
     throw Error(ErrorCode::InvalidSize, "the plan cannot run message size " + std::to_string(S) + " bytes: " + why);
   if (ms->inputBytes != sendBytes || ms->outputBytes != recvBytes)
@@ -449,7 +449,7 @@ struct Executor::Impl {
       runRoundV(comm);
       return;
     }
-    checkSizes(p, a0.sendBytes, a0.recvBytes);
+    checkSizes(p, a0.sendBytes, a0.recvBytes, a0.dtype);
     checkReduceOp(p, a0.redop);
     if (!backend)
       backend = runtime::createExecutor(backendName(comm.backend()));
@@ -654,7 +654,7 @@ struct Executor::Impl {
                                               " ranks but the communicator " + std::to_string(comm.worldSize()));
     runtime::MessageSizes ms;
     try {
-      ms = checkSizes(p, a.sendBytes, a.recvBytes);
+      ms = checkSizes(p, a.sendBytes, a.recvBytes, a.dtype);
       checkReduceOp(p, a.redop);
     } catch (const Error &) {
       // Tell the other ranks now (they would wait in the exchange below, or in the launch, until

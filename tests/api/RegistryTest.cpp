@@ -164,9 +164,16 @@ TEST_CASE("message-size ranges: inside the range, then the narrowest", "[registr
   // Sizes the ring's 4 chunks x 16 B split (a plan is eligible only where it can run).
   CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 64))->info.name == "large");
   CHECK(reg.select(req("allreduce", 4, (uint64_t(1) << 30) + 64))->info.name == "any");
-  CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 1)) == nullptr);
-  CHECK_THAT(entry(reg.explain(req("allreduce", 4, 64 * 1024 + 1)), "large").reason,
-             Catch::StartsWith("not eligible: cannot run 65537 bytes: size 65537 B is not a multiple of"));
+  // Sizes they do not split run with uneven chunks (runtime/UnevenChunks.h): 65537 one-byte elements.
+  CHECK(reg.select(req("allreduce", 4, 64 * 1024 + 1))->info.name == "large");
+  // A packet plan cuts only blocks of a multiple of 8 bytes (an LL16 payload).
+  PlanRegistry pkt;
+  pkt.add(stdlibPlan("allreduce/allpairs_packet", {{"ranks", "4"}, {"inplace", "false"}}), named("packet"));
+  CHECK(pkt.select(req("allreduce", 4, 64 * 1024 + 8))->info.name == "packet");
+  CHECK(pkt.select(req("allreduce", 4, 64 * 1024 + 4)) == nullptr);
+  CHECK_THAT(entry(pkt.explain(req("allreduce", 4, 64 * 1024 + 4)), "packet").reason,
+             Catch::StartsWith("not eligible: cannot run 65540 bytes: size 65540 B is not a multiple of") &&
+                 Catch::Contains("its packet ops need blocks of a multiple of 8 bytes"));
   auto ex = reg.explain(req("allreduce", 4, 1024));
   CHECK(entry(ex, "large").reason ==
         "not eligible: message size 1KiB (1024 bytes) is outside its range [65537B, 1GiB]");

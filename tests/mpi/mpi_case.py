@@ -85,7 +85,11 @@ def case_equiv(args, tmp):
         align = int(plan.get("buffer_alignment", 16))
         chunk = max(align, args.chunk_bytes // align * align)
         base = chunk * max(gpu["input_chunks"], gpu["output_chunks"])
-        sweep = ["-b", str(base), "-e", str(base * 16), "-f", "4", "-n", "2", "-w", "1", "--" + args.mode]
+        factor = 4
+        if args.odd:  # 1001, 3003, 9009 float32s per rank block: odd, so no plan's 16-byte chunks divide them
+            base, factor = 4 * n * 1001, 3
+        sweep = ["-b", str(base), "-e", str(base * factor * factor), "-f", str(factor), "-n", "2", "-w", "1",
+                 "--" + args.mode]
     single = subprocess.run([args.run, plan_path] + sweep, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(single.stdout)
     if single.returncode != 0:
@@ -294,6 +298,9 @@ def main():
     ap.add_argument("--chunk-bytes", type=int, default=256)
     ap.add_argument("--plan")
     ap.add_argument("--counts", default="", help="AllToAllV plans: msccl-run --counts SPEC")
+    ap.add_argument("--odd", action="store_true",
+                    help="sizes of odd float32 counts per rank block (1001, 3003, 9009), which the plan's chunks "
+                         "do not divide: uneven chunks (runtime/UnevenChunks.h)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpi-") as tmp:
         return globals()["case_" + args.case](args, tmp)

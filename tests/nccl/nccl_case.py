@@ -51,8 +51,8 @@ def main():
             problems.append("not in the stand-in's log: " + line[8:])
     # Planned calls stay with us: the stand-in saw no float32 sum allreduce of 4096, etc.
     for s in standin:
-        if re.search(r"ncclAllReduce .* count=4096 ", s) or re.search(r"ncclAlltoAll ", s) or \
-           re.search(r"ncclReduceScatter ", s) or re.search(r"ncclAllGather .* count=1024 ", s):
+        if re.search(r"ncclAllReduce .* count=(4096|4001) ", s) or re.search(r"ncclAlltoAll ", s) or \
+           re.search(r"ncclReduceScatter ", s) or re.search(r"ncclAllGather ", s):
             problems.append("a planned call reached NCCL: " + s)
     ids = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclGetUniqueId")]
     inits = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclCommInitRank")]
@@ -65,10 +65,11 @@ def main():
                 problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
-        # A plan whose chunks cannot split the size is not eligible (PlanRegistry): the explain line says so.
-        if not re.search(r"MSCCL INFO rank %d: ncclAllGather 197520 bytes: NCCL \(no plan: .*allgather_ring \[[^]]*\]: "
-                         r"not eligible: cannot run 197520 bytes: .*not a multiple" % rank, p.stderr):
-            problems.append("no MSCCL_DEBUG reason for rank %d's allgather of a size the plan cannot split" % rank)
+        # Counts the plans' chunks do not divide run with uneven chunks (runtime/UnevenChunks.h).
+        for api, nbytes, algo in [("ncclAllReduce", 16004, "allreduce"), ("ncclAllGather", 64016, "allgather"),
+                                  ("ncclReduceScatter", 15952, "reducescatter"), ("ncclAlltoAll", 15952, "alltoall")]:
+            if not re.search(r"MSCCL INFO rank %d: %s %d bytes float32: plan \S*%s" % (rank, api, nbytes, algo), p.stderr):
+                problems.append("rank %d's %s of %d bytes (an odd count) did not run a plan" % (rank, api, nbytes))
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 1024 bytes: NCCL \(no plan: request: allreduce, 4 ranks.*"
                          r"in place;.*allreduce_ring \[[^]]*\]: not eligible: the call is in place" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG explain line for rank %d's in-place allreduce" % rank)

@@ -61,11 +61,32 @@ TEST_CASE("msccl-run exits non-zero on wrong results and deadlocks", "[driver]")
 }
 
 TEST_CASE("msccl-run says why a size is skipped", "[driver]") {
-  Result r = run({plan("ok_allreduce_rre_2.json"), "-b", "16", "-e", "64", "-f", "2", "-n", "1"});
+  // 4097 B does not halve into an allgather's 2 rank blocks; 8194 B does (2 chunks of 4097 B:
+  // uneven, as 4097 is no multiple of the plan's 16 B alignment).
+  Result r = run({plan("ok_allgather_put_2.json"), "-b", "4097", "-e", "8194", "-f", "2", "-n", "1", "-d", "uint8"});
+  INFO(r.out << r.err);
   CHECK(r.rc == 0);
-  CHECK_THAT(r.out, Catch::Contains("skipped: size 16 B is not a multiple of max(input_chunks, output_chunks) (2) x "
-                                    "buffer_alignment (16)"));
-  CHECK(rows(r.out) == 2); // 32 and 64
+  CHECK_THAT(r.out, Catch::Contains("skipped: size 4097 B is not a multiple of max(input_chunks, output_chunks) (2) x "
+                                    "buffer_alignment (16); nor can it be cut into uneven chunks: 4097 B does not split "
+                                    "in the ratio of input_chunks 1 to output_chunks 2"));
+  CHECK_THAT(r.out, Catch::Contains("all results correct"));
+  CHECK(rows(r.out) == 1); // 8194
+}
+
+TEST_CASE("msccl-run runs sizes the plan's chunks do not divide, with uneven chunks", "[driver][uneven]") {
+  // 2 ranks, 2 chunks, 16 B alignment: 4 B is one float32 (one chunk empty), 12 B three, 4100 B
+  // 1025 (513 + 512); none divides into 2 chunks of a multiple of 16 B.
+  for (const char *size : {"4", "12", "40", "4100"}) {
+    Result r = run({plan("ok_allreduce_rre_2.json"), "--size", size, "-n", "1"});
+    INFO(size << "\n" << r.out << r.err);
+    CHECK(r.rc == 0);
+    CHECK_THAT(r.out, Catch::Contains("all results correct"));
+  }
+  // A size that is not whole elements is refused before anything runs, naming both rules.
+  Result bad = run({plan("ok_allreduce_rre_2.json"), "--size", "4102", "-n", "1"});
+  CHECK(bad.rc == 1);
+  CHECK_THAT(bad.out, Catch::Contains("nor can it be cut into uneven chunks: its allreduce blocks of 4102 B are not "
+                                      "whole 4-byte elements"));
 }
 
 TEST_CASE("msccl-run rejects a reduce op the plan does not perform", "[driver]") {
@@ -92,11 +113,17 @@ TEST_CASE("msccl-run --plans picks a fitting plan per size and names it", "[driv
   Result in = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4K", "-n", "1"});
   CHECK(in.rc == 0);
   CHECK_THAT(in.out, Catch::Contains("ok_allreduce_rre_2.json"));
+  // A size the plan's chunks do not divide runs with uneven chunks.
+  Result uneven = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4100", "-n", "1",
+                       "--out-of-place"});
+  CHECK(uneven.rc == 0);
+  CHECK_THAT(uneven.out, Catch::Contains("ok_allreduce_glre_2.json"));
+  CHECK_THAT(uneven.out, Catch::Contains("all results correct"));
   // A size no plan splits: the row is skipped with the registry's explanation.
-  Result odd = run({"--plans", msccl::test::plansDir(), "--collective", "allreduce", "--size", "4100", "-n", "1",
-                    "--out-of-place"});
+  Result odd = run({"--plans", msccl::test::plansDir(), "--collective", "allgather", "--nranks", "2", "--size", "4097",
+                    "-n", "1", "-d", "uint8"});
   CHECK_THAT(odd.out, Catch::Contains("skipped"));
-  CHECK_THAT(odd.out + odd.err, Catch::Contains("not eligible: cannot run 4100 bytes"));
+  CHECK_THAT(odd.out + odd.err, Catch::Contains("not eligible: cannot run 4097 bytes"));
   Result none = run({"--plans", msccl::test::plansDir(), "--collective", "alltoall"});
   CHECK(none.rc == 1);
   CHECK_THAT(none.err, Catch::Contains("no plan in"));
@@ -244,7 +271,9 @@ TEST_CASE("msccl-run --version prints the project version", "[driver]") {
 
 TEST_CASE("msccl-run --jsonl rows have every field, also for skipped sizes", "[driver]") {
   std::string path = tempPath(".jsonl");
-  Result r = run({plan("ok_allreduce_rre_2.json"), "-b", "16", "-e", "64", "-f", "2", "-n", "1", "--jsonl", path});
+  // 4097 B does not halve into the allgather's 2 rank blocks: skipped.
+  Result r = run({plan("ok_allgather_put_2.json"), "-b", "4097", "-e", "16388", "-f", "2", "-n", "1", "-d", "uint8",
+                  "--jsonl", path});
   CHECK(r.rc == 0);
   auto rows = readJsonl(path);
   std::remove(path.c_str());
@@ -254,10 +283,10 @@ TEST_CASE("msccl-run --jsonl rows have every field, also for skipped sizes", "[d
   for (auto &j : rows) {
     INFO(j.dump());
     CHECK(j.size() == rows[1].size()); // the same keys
-    CHECK(j["plan"] == "ok_allreduce_rre_2.json");
-    CHECK(j["collective"] == "allreduce");
+    CHECK(j["plan"] == "ok_allgather_put_2.json");
+    CHECK(j["collective"] == "allgather");
     CHECK(j["nranks"] == 2);
-    CHECK(j["redop"] == "sum");
+    CHECK(j["redop"].is_null()); // allgather does not reduce
     CHECK(j.contains("time_us"));
     CHECK(j.contains("message"));
   }
@@ -321,8 +350,8 @@ TEST_CASE("msccl-run compiles .msccl and stdlib:NAME inputs in-process", "[drive
   INFO(file.out << file.err);
   CHECK(file.rc == 0);
   CHECK_THAT(file.out, Catch::Contains("1 ranks"));
-  Result notDivisible = run({src, "--size", "3K", "-n", "1", "-Dchunks=5"});
-  CHECK(notDivisible.rc == 1); // the -D reached the compiler: 3 KiB is not a multiple of 5 chunks x 16
+  Result notDivisible = run({src, "--size", "3074", "-n", "1", "-Dchunks=5"});
+  CHECK(notDivisible.rc == 1); // the -D reached the compiler: 3074 B is neither 5 chunks x 16 nor whole float32s
   CHECK_THAT(notDivisible.out, Catch::Contains("not a multiple of max(input_chunks, output_chunks) (5)"));
   std::remove(src.c_str());
 

@@ -262,7 +262,7 @@ std::vector<uint64_t> sweepSizes(const Options &o, const std::vector<LoadedPlan>
   for (uint64_t s : sizes) {
     uint64_t pick = s; // none fits: keep s, its row says why
     for (uint64_t t = (s + step - 1) / step * step; t < 2 * s + step && t <= limit; t += step)
-      if (messageSizesFor(plan, t, nullptr)) {
+      if (messageSizesFor(plan, t, dataTypeBytes(o.dataType), nullptr)) {
         pick = t;
         break;
       }
@@ -470,7 +470,7 @@ const LoadedPlan *choosePlan(const PlanChoice &choice, const std::vector<LoadedP
                              const Options &o, std::string &reasons) {
   if (!choice.registry) {
     const LoadedPlan &lp = plans[0];
-    if (lp.plan.variableSizes || messageSizesFor(lp.plan, size, &reasons)) // AllToAllV: sized by --counts
+    if (lp.plan.variableSizes || messageSizesFor(lp.plan, size, dataTypeBytes(o.dataType), &reasons)) // AllToAllV: sized by --counts
       return &lp;
     return nullptr;
   }

@@ -7,6 +7,7 @@
 
 #include "msccl/runtime/Counts.h"
 #include "msccl/runtime/Elements.h"
+#include "msccl/runtime/UnevenChunks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,9 +24,10 @@ struct CollectiveRow {
   std::string_view name;
   Reduces reduces;
   BusBw busBw;
+  Blocks in, out;
 };
 constexpr CollectiveRow kCollectives[] = {
-#define MSCCL_COLLECTIVE(Kind, Name, R, B) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B},
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O},
 #include "msccl/runtime/Collectives.def"
 };
 const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
@@ -42,6 +44,8 @@ std::string_view collectiveName(CollectiveKind kind) { return row(kind).name; }
 
 Reduces collectiveReduces(CollectiveKind kind) { return row(kind).reduces; }
 
+BufferBlocks collectiveBlocks(CollectiveKind kind) { return {row(kind).in, row(kind).out}; }
+
 double busBandwidthFactor(CollectiveKind kind, uint32_t n) {
   if (n == 0)
     return 1;
@@ -54,6 +58,11 @@ double busBandwidthFactor(CollectiveKind kind, uint32_t n) {
 }
 
 std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std::string *whyNot) {
+  return messageSizesFor(plan, size, 1, whyNot);
+}
+
+std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, uint64_t elementBytes,
+                                            std::string *whyNot) {
   auto fail = [&](const std::string &s) -> std::optional<MessageSizes> {
     if (whyNot)
       *whyNot = s;
@@ -79,9 +88,13 @@ std::optional<MessageSizes> messageSizesFor(const Plan &plan, uint64_t size, std
   if (__builtin_mul_overflow(denom, A, &unit))
     return fail(std::string(what) + " (" + std::to_string(denom) + ") x buffer_alignment (" + std::to_string(A) +
                 ") does not fit in 64 bits: no message size fits the plan");
-  if (size % unit != 0)
-    return fail("size " + std::to_string(size) + " B is not a multiple of " + what + " (" + std::to_string(denom) +
-                ") x buffer_alignment (" + std::to_string(A) + ")");
+  if (size % unit != 0) {
+    const std::string even = "size " + std::to_string(size) + " B is not a multiple of " + what + " (" +
+                             std::to_string(denom) + ") x buffer_alignment (" + std::to_string(A) + ")";
+    if (g.inputChunks == 0 && g.outputChunks == 0)
+      return fail(even);
+    return unevenMessageSizes(plan, size, elementBytes, even, whyNot); // our extension: UnevenChunks.h
+  }
   uint64_t c = size / denom;
   MessageSizes ms;
   if (g.inputChunks == 0 && g.outputChunks == 0)

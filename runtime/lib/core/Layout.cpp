@@ -95,6 +95,16 @@ ByteRange entryBytes(const ChunkLayout &layout, BufferType type, uint64_t index,
     throw ExecutionError(ErrorKind::InvalidSize, "Output or Input chunks must be greater than 0");
   const uint64_t c = layout.chunkBytes;
   ByteRange r;
+  if (layout.offsets) {
+    const std::vector<uint64_t> &at = layout.offsets->of(type);
+    if (index >= at.size() || size > at.size() - 1 - index)
+      throw ExecutionError(ErrorKind::InvalidPlan, "entry {index " + std::to_string(index) + ", size " +
+                                                       std::to_string(size) + "} lies past the buffer's " +
+                                                       std::to_string(at.empty() ? 0 : at.size() - 1) + " chunks");
+    r.offset = at[index];
+    r.length = at[index + size] - at[index];
+    return r;
+  }
   if (type == BufferType::Scratch && layout.reuseSlotBytes != 0 && layout.reuseSlotBytes < c)
     r.offset = index * layout.reuseSlotBytes;
   else
@@ -142,17 +152,21 @@ uint64_t scratchBytes(const Plan &plan, uint32_t rank, const ChunkLayout &layout
   const Gpu &gpu = plan.gpus.at(rank);
   if (gpu.scratchChunks == 0 || !layout.hasChunkBytes)
     return 0;
-  uint64_t per = layout.chunkBytes;
+  uint64_t per = layout.chunkBytes, chunks = gpu.scratchChunks;
   if (layout.reuseSlotBytes != 0)
     per = std::min(per, layout.reuseSlotBytes);
+  if (layout.offsets && !layout.offsets->scratch.empty())
+    per = layout.offsets->scratch.back(), chunks = 1; // uneven: the end of the last chunk
   const uint64_t factor = (plan.protocol == "LL" || usesPackets ? 2 : 1) * (plan.useDoubleScratchBuffer ? 2 : 1);
   uint64_t bytes = 0;
   const uint64_t limit = maxScratchBytes();
-  if (__builtin_mul_overflow(per, gpu.scratchChunks, &bytes) || __builtin_mul_overflow(bytes, factor, &bytes) ||
+  if (__builtin_mul_overflow(per, chunks, &bytes) || __builtin_mul_overflow(bytes, factor, &bytes) ||
       roundUp(bytes, layout.alignment) > limit)
     throw ExecutionError(ErrorKind::InvalidSize,
                          "rank " + std::to_string(rank) + ": scratch of " + std::to_string(gpu.scratchChunks) +
-                             " chunks (scratch_chunks) x " + std::to_string(per) + " B x " + std::to_string(factor) +
+                             " chunks (scratch_chunks) x " +
+                             (chunks == 1 && gpu.scratchChunks != 1 ? "uneven sizes totalling " : "") +
+                             std::to_string(per) + " B x " + std::to_string(factor) +
                              " is above the scratch limit of " + std::to_string(limit) +
                              " B (MSCCL_MAX_SCRATCH_BYTES)");
   return roundUp(bytes, layout.alignment);

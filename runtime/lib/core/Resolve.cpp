@@ -8,6 +8,7 @@
 #include "msccl/runtime/Resolve.h"
 
 #include "msccl/runtime/Executor.h"
+#include "msccl/runtime/UnevenChunks.h"
 
 #include <map>
 
@@ -86,7 +87,8 @@ struct Lowerer {
   const Plan &plan;
   const ResolvedPlan &resolved;
   uint32_t rank;
-  const ChunkLayout &layout;
+  const std::vector<ChunkLayout> &layouts;
+  const ChunkLayout &layout; // layouts[rank]
   const ResolvedTb &tb;
   bool usesPackets = false;
 
@@ -132,7 +134,9 @@ struct Lowerer {
       break;
     }
     }
-    e.bytes = entryBytes(layout, e.where.type, ref.index, ref.size);
+    // Uneven chunks differ between ranks' scratch: a peer's entry is where the peer has it.
+    const ChunkLayout &owner = layout.offsets ? layouts.at(e.where.rank) : layout;
+    e.bytes = entryBytes(owner, e.where.type, ref.index, ref.size);
     if (op.tbg)
       e.bytes = tbgSlice(e.bytes, *op.tbg, layout.alignment);
     // The reference stores offsets and lengths as uint32 (plan#9); packet regions double them.
@@ -210,16 +214,33 @@ struct Lowerer {
 };
 } // namespace
 
-LoweredPlan lowerPlan(const Plan &plan, const ResolvedPlan &resolved, uint64_t inputBytes, uint64_t outputBytes) {
+LoweredPlan lowerPlan(const Plan &plan, const ResolvedPlan &resolved, uint64_t inputBytes, uint64_t outputBytes,
+                      uint64_t elementBytes) {
+  std::vector<ChunkLayout> layouts;
+  if (auto why = evenChunksRefusal(plan, inputBytes, outputBytes)) {
+    // Our extension: cut the sizes into uneven chunks where the plan allows it (UnevenChunks.h).
+    layouts = unevenChunkLayouts(plan, resolved, inputBytes, outputBytes, elementBytes, *why);
+  } else {
+    for (uint32_t r = 0; r < plan.gpus.size(); ++r)
+      layouts.push_back(computeChunkLayout(plan, r, inputBytes, outputBytes));
+  }
+  return lowerPlanWith(plan, resolved, std::move(layouts));
+}
+
+LoweredPlan lowerPlanWith(const Plan &plan, const ResolvedPlan &resolved, std::vector<ChunkLayout> layouts) {
+  if (layouts.size() != plan.gpus.size())
+    throw ExecutionError(ErrorKind::InvalidPlan, "lowerPlanWith: " + std::to_string(layouts.size()) +
+                                                     " layouts for a plan of " + std::to_string(plan.gpus.size()) +
+                                                     " ranks");
   LoweredPlan out;
   out.gpus.resize(plan.gpus.size());
   for (uint32_t r = 0; r < plan.gpus.size(); ++r) {
     LoweredGpu &lg = out.gpus[r];
-    lg.layout = computeChunkLayout(plan, r, inputBytes, outputBytes);
+    lg.layout = layouts[r];
     const Gpu &gpu = plan.gpus[r];
     bool usesPackets = false;
     for (size_t t = 0; t < gpu.threadblocks.size(); ++t) {
-      Lowerer lw{plan, resolved, r, lg.layout, resolved.gpus[r].threadblocks.at(t)};
+      Lowerer lw{plan, resolved, r, layouts, lg.layout, resolved.gpus[r].threadblocks.at(t)};
       LoweredTb ltb;
       ltb.id = gpu.threadblocks[t].id;
       const std::string base = "gpus[" + std::to_string(r) + "].threadblocks[" + std::to_string(t) + "].ops[";

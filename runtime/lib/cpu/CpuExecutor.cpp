@@ -168,7 +168,7 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
                                                  " ranks but buffers were given for " +
                                                  std::to_string(req.buffers.size()));
   ResolvedPlan resolved = resolvePlan(plan);
-  LoweredPlan lowered = lowerPlan(plan, resolved, req.inputBytes, req.outputBytes);
+  LoweredPlan lowered = lowerPlan(plan, resolved, req.inputBytes, req.outputBytes, dataTypeBytes(req.dataType));
 
   Machine m;
   m.plan = &plan;

@@ -253,7 +253,7 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
     context_.reset();
     std::vector<LoweredRank> lowered;
     try {
-      lowered = lowerForDevice(plan, req.inputBytes, req.outputBytes, req.reduceOp);
+      lowered = lowerForDevice(plan, req.inputBytes, req.outputBytes, req.reduceOp, plan::dataTypeBytes(req.dataType));
     } catch (const LoweringError &e) {
       throw ExecutionError(ErrorKind::InvalidPlan, std::string("cuda: ") + e.what());
     }

@@ -5,7 +5,8 @@
 // synchronises the block at its end (ordering between ops comes from the plan's nops).
 //   blockCopy    one source -> several destinations (copy, put, get, gstore emulation),
 //                16-byte vectors with four loads in flight when every pointer and the length
-//                are 16-byte aligned, else 4-byte words (lowering guarantees 4-byte alignment).
+//                are 16-byte aligned, else 4-byte words, else (uneven chunks of 1- and 2-byte
+//                elements, runtime/UnevenChunks.h) elements of the widest of 2 or 1 bytes.
 //   blockReduce  sources folded left to right -> several destinations (re, res, rre, rres,
 //                glres/glre emulation): d = s0 op s1 op ... (the CPU executor's order).
 //   packetLoop   LL16/LL8 packets: optional plain source, packet sources (waited for with the
@@ -26,6 +27,9 @@ namespace msccl::cuda::dev {
 constexpr int kMaxPtrs = 16; // = kMaxEntriesPerSide = kMaxSwitchMembers
 
 __device__ __forceinline__ bool aligned16(uintptr_t v) { return (v & 15u) == 0; }
+__device__ __forceinline__ bool aligned4(uintptr_t v) { return (v & 3u) == 0; }
+/// 2 or 1: the widest element size below 4 bytes that divides `any` (pointers and length or'ed).
+__device__ __forceinline__ unsigned smallGrain(uintptr_t any) { return (any & 1u) == 0 ? 2 : 1; }
 
 /// dst[k][0..n) = src[0..n) for every k < nd.
 __device__ inline void blockCopy(char *const *dst, int nd, const char *src, uint64_t n) {
@@ -48,11 +52,18 @@ __device__ inline void blockCopy(char *const *dst, int nd, const char *src, uint
       uint4 v = s[i];
       for (int k = 0; k < nd; ++k) reinterpret_cast<uint4 *>(dst[k])[i] = v;
     }
-  } else {
+  } else if (aligned4(any)) {
     const uint32_t *s = reinterpret_cast<const uint32_t *>(src);
     for (uint64_t i = t; i < n / 4; i += T) {
       uint32_t v = s[i];
       for (int k = 0; k < nd; ++k) reinterpret_cast<uint32_t *>(dst[k])[i] = v;
+    }
+  } else {
+    const unsigned g = smallGrain(any);
+    for (uint64_t i = t; i < n / g; i += T) {
+      uint32_t v = 0;
+      memcpy(&v, src + i * g, g);
+      for (int k = 0; k < nd; ++k) memcpy(dst[k] + i * g, &v, g);
     }
   }
 }
@@ -76,11 +87,25 @@ __device__ void blockReduce(char *const *dst, int nd, const char *const *src, in
       }
       for (int k = 0; k < nd; ++k) reinterpret_cast<uint4 *>(dst[k])[i] = acc;
     }
-  } else {
+  } else if (aligned4(any)) {
     for (uint64_t i = t; i < n / 4; i += T) {
       uint32_t acc = reinterpret_cast<const uint32_t *>(src[0])[i];
       for (int j = 1; j < ns; ++j) acc = combine<DT, OP>(acc, reinterpret_cast<const uint32_t *>(src[j])[i]);
       for (int k = 0; k < nd; ++k) reinterpret_cast<uint32_t *>(dst[k])[i] = acc;
+    }
+  } else {
+    // One 1- or 2-byte element per word, in its low lane (combine is lane-wise; the zero high
+    // lanes are never stored).
+    const unsigned g = smallGrain(any);
+    for (uint64_t i = t; i < n / g; i += T) {
+      uint32_t acc = 0;
+      memcpy(&acc, src[0] + i * g, g);
+      for (int j = 1; j < ns; ++j) {
+        uint32_t v = 0;
+        memcpy(&v, src[j] + i * g, g);
+        acc = combine<DT, OP>(acc, v);
+      }
+      for (int k = 0; k < nd; ++k) memcpy(dst[k] + i * g, &acc, g);
     }
   }
 }

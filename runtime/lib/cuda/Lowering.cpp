@@ -269,10 +269,11 @@ LoweredRank lowerRank(const Plan &plan, const rt::ResolvedPlan &resolved, const 
   return l.run();
 }
 
-std::vector<LoweredRank> lowerForDevice(const Plan &plan, uint64_t inputBytes, uint64_t outputBytes, ReduceOp defaultReduce) {
+std::vector<LoweredRank> lowerForDevice(const Plan &plan, uint64_t inputBytes, uint64_t outputBytes, ReduceOp defaultReduce,
+                                        uint64_t elementBytes) {
   if (plan.gpus.empty()) throw LoweringError("the plan has no gpus");
   rt::ResolvedPlan resolved = rt::resolvePlan(plan);
-  rt::LoweredPlan lowered = rt::lowerPlan(plan, resolved, inputBytes, outputBytes);
+  rt::LoweredPlan lowered = rt::lowerPlan(plan, resolved, inputBytes, outputBytes, elementBytes);
   std::vector<LoweredRank> out;
   for (uint32_t r = 0; r < plan.gpus.size(); ++r) out.push_back(lowerRank(plan, resolved, lowered, r, defaultReduce));
   return out;

@@ -458,7 +458,7 @@ struct DistributedSession::Impl {
 
     resolved = resolvePlan(plan);
     checkLocality(comm, plan, resolved);
-    lowered = lowerPlan(plan, resolved, ms->inputBytes, ms->outputBytes);
+    lowered = lowerPlan(plan, resolved, ms->inputBytes, ms->outputBytes, dataTypeBytes(o.dataType));
     for (uint32_t r = 0; r < n; ++r)
       layouts.push_back(layoutFor(resolved, lowered, r, *ms, rep.inPlace, kind));
     shm = comm.allocateShared(layouts[me].total);

@@ -472,7 +472,7 @@ SimReport simulate(const Plan &plan, const Topology &topo, uint64_t inputBytes, 
                                                      " ranks; topology " + topo.name + " has " +
                                                      std::to_string(topo.gpus()) + " GPUs");
   ResolvedPlan rp = resolvePlan(plan);
-  LoweredPlan lp = lowerPlan(plan, rp, inputBytes, outputBytes);
+  LoweredPlan lp = lowerPlan(plan, rp, inputBytes, outputBytes, 1); // the model moves no elements
   Sim sim(plan, topo, lp, rp);
   return sim.run();
 }

@@ -68,8 +68,10 @@ LoweredRank lowerRank(const plan::Plan &plan, const runtime::ResolvedPlan &resol
                       const runtime::LoweredPlan &lowered, uint32_t rank, plan::ReduceOp defaultReduce);
 
 /// resolvePlan + runtime::lowerPlan + lowerRank for every rank at message sizes S_in/S_out
-/// (bytes). Throws runtime::ExecutionError (sizes, plan) or LoweringError.
+/// (bytes) of `elementBytes`-byte elements (sizes that do not divide into equal chunks are cut
+/// into uneven chunks of whole elements, runtime/UnevenChunks.h; 1 = no element constraint).
+/// Throws runtime::ExecutionError (sizes, plan) or LoweringError.
 std::vector<LoweredRank> lowerForDevice(const plan::Plan &plan, uint64_t inputBytes, uint64_t outputBytes,
-                                        plan::ReduceOp defaultReduce = plan::ReduceOp::Sum);
+                                        plan::ReduceOp defaultReduce = plan::ReduceOp::Sum, uint64_t elementBytes = 1);
 
 } // namespace msccl::cuda

@@ -32,7 +32,7 @@ namespace msccl::runtime {
 
 /// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
 enum class CollectiveKind : uint8_t {
-#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw) Kind,
+#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks) Kind,
 #include "msccl/runtime/Collectives.def"
 };
 
@@ -50,6 +50,14 @@ Reduces collectiveReduces(CollectiveKind kind);
 /// reducescatter, alltoall (n-1)/n; sendrecv and others 1; 1 for n = 0.
 double busBandwidthFactor(CollectiveKind kind, uint32_t nranks);
 
+/// How a collective's caller cuts a buffer into equal blocks (Collectives.def InBlocks/OutBlocks).
+enum class Blocks : uint8_t { One, PerRank, Unknown };
+struct BufferBlocks {
+  Blocks input = Blocks::Unknown, output = Blocks::Unknown;
+};
+/// The table's block structure of `kind`'s input and output buffers.
+BufferBlocks collectiveBlocks(CollectiveKind kind);
+
 /// Per-rank message sizes in bytes for nccl-tests size S.
 struct MessageSizes {
   uint64_t inputBytes = 0;
@@ -57,7 +65,13 @@ struct MessageSizes {
 };
 
 /// S_in/S_out for size S (bytes), or nullopt with `whyNot` set when the plan cannot run size S
-/// (S not a multiple of max(chunks) * buffer_alignment, outside [min,max]_message_size, ...).
+/// (outside [min,max]_message_size, ...). S_in = S * input_chunks / max(chunks) and S_out likewise;
+/// when S is not a multiple of max(chunks) * buffer_alignment the plan runs with uneven chunks
+/// where UnevenChunks.h allows it (our extension; MSCCL++'s executor refuses such sizes), and
+/// `whyNot` then gives both rules' reasons. Uneven chunks hold whole `elementBytes`-byte elements
+/// (the three-argument form: 1, any size in bytes).
+std::optional<MessageSizes> messageSizesFor(const plan::Plan &plan, uint64_t size, uint64_t elementBytes,
+                                            std::string *whyNot);
 std::optional<MessageSizes> messageSizesFor(const plan::Plan &plan, uint64_t size, std::string *whyNot);
 
 /// The input value of element `index` of rank `rank` for `type` (a small positive integer, so

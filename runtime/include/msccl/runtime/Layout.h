@@ -15,6 +15,8 @@
 #include "msccl/plan/Plan.h"
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace msccl::runtime {
 
@@ -23,6 +25,16 @@ struct ByteRange {
   uint64_t offset = 0; ///< Bytes from the buffer's start.
   uint64_t length = 0; ///< Bytes.
   uint64_t end() const { return offset + length; }
+};
+
+/// Byte offset of every chunk of one rank's buffers when chunks differ in size (UnevenChunks.h):
+/// `input[k]` is where input chunk k starts, `input[input_chunks]` the bytes in use; the same for
+/// output and scratch.
+struct ChunkOffsets {
+  std::vector<uint64_t> input, output, scratch;
+  const std::vector<uint64_t> &of(plan::BufferType type) const {
+    return type == plan::BufferType::Input ? input : type == plan::BufferType::Output ? output : scratch;
+  }
 };
 
 /// The chunk size of one rank for one (S_in, S_out).
@@ -34,6 +46,10 @@ struct ChunkLayout {
   /// or has no scratch. Scratch entries use k*SC instead of k*c when SC < c.
   uint64_t reuseSlotBytes = 0;
   uint64_t inputBytes = 0, outputBytes = 0; ///< S_in, S_out.
+  /// Set when the sizes do not divide into equal chunks (our extension, UnevenChunks.h): chunk k
+  /// of a buffer is bytes [offsets[k], offsets[k+1]); `chunkBytes` is then the largest chunk of
+  /// any rank (pipeline iteration counts) and `alignment` the granule every chunk is a multiple of.
+  std::shared_ptr<const ChunkOffsets> offsets;
 };
 
 /// Check the message size against the plan (plan#3.2 steps 1-2) and compute rank `rank`'s chunk
@@ -52,9 +68,11 @@ ChunkLayout computeChunkLayout(const plan::Plan &plan, uint32_t rank, uint64_t i
 uint64_t rangeCheckedSize(const plan::Plan &plan, uint64_t inputBytes, uint64_t outputBytes);
 
 /// Byte range of entry {index, size} in a buffer of type `type` (plan#3.3): offset index*c and
-/// length size*c; for scratch in reuse mode with SC < c the offset is index*SC.
+/// length size*c; for scratch in reuse mode with SC < c the offset is index*SC; with uneven chunks
+/// (layout.offsets) [offsets[index], offsets[index+size]).
 /// Throws ExecutionError(InvalidSize) "Output or Input chunks must be greater than 0" when the
-/// rank has no chunk size.
+/// rank has no chunk size, ExecutionError(InvalidPlan) when an uneven entry lies past the buffer's
+/// chunks.
 ByteRange entryBytes(const ChunkLayout &layout, plan::BufferType type, uint64_t index, uint64_t size);
 
 /// Thread-block-group slice (plan#3.3, tbg_info): member t of G gets the t-th piece of `range` cut at
@@ -71,7 +89,8 @@ uint64_t pipelineIterations(const ChunkLayout &layout, const plan::IterContext &
 /// and runs out of bounds, plan#11.14). `length` is in bytes; the result is relative to the entry.
 ByteRange pipelineWindow(uint64_t length, uint64_t iteration, uint64_t unitSize);
 
-/// Scratch bytes a rank needs (plan#3.5) for the given layout, with the LL doubling when
+/// Scratch bytes a rank needs (plan#3.5) for the given layout (with uneven chunks: the end of its
+/// last scratch chunk), with the LL doubling when
 /// protocol == "LL" or the plan uses packet ops on scratch (our choice, docs/runtime.md), and the
 /// double-scratch doubling; rounded up to A. With reuse_resources the slot size bounds it.
 /// `usesPackets`: whether any op of the rank reads or writes packets.

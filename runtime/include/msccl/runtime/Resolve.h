@@ -143,10 +143,15 @@ struct LoweredPlan {
   std::vector<LoweredGpu> gpus;
 };
 
-/// Step 2: lower every rank for message sizes S_in/S_out (bytes).
-/// Throws ExecutionError(InvalidSize) from Layout.h and ExecutionError(InvalidPlan).
+/// Step 2: lower every rank for message sizes S_in/S_out (bytes): equal chunks (Layout.h) where
+/// the sizes divide, else uneven chunks of whole `elementBytes`-byte elements where the plan allows
+/// them (UnevenChunks.h; the performance model, which moves no data, passes 1).
+/// Throws ExecutionError(InvalidSize) from Layout.h / UnevenChunks.h and ExecutionError(InvalidPlan).
 LoweredPlan lowerPlan(const plan::Plan &plan, const ResolvedPlan &resolved, uint64_t inputBytes,
-                      uint64_t outputBytes);
+                      uint64_t outputBytes, uint64_t elementBytes);
+/// Step 2 with every rank's layout given (layouts[r] for rank r; a peer's entries use the peer's
+/// layout when the layouts carry uneven offsets). Throws as lowerPlan.
+LoweredPlan lowerPlanWith(const plan::Plan &plan, const ResolvedPlan &resolved, std::vector<ChunkLayout> layouts);
 
 // The op predicates the runtime uses, from the op table (plan/OpTable.h).
 using plan::honoursPipeline;
