@@ -11,7 +11,9 @@
 //     with the -D values of MSCCL_PLANS_DEFINES="ranks=8,inplace=false");
 //   * each collective asks the registry for a plan for (collective, world size, ranks per node,
 //     bytes, in-place) and runs it with Executor::execute, or forwards the call unchanged to the
-//     real NCCL's communicator; Send/Recv, Gather/Scatter and every other function forward;
+//     real NCCL's communicator (at any element count: runtime/UnevenChunks.h); inside a group
+//     at the outermost ncclGroupEnd (Group.cpp), where send/recv sets that are an AllToAll(V)
+//     run as one plan (PointToPoint.h); Gather/Scatter and every other function forward;
 //   * the real NCCL is dlopen'ed (RTLD_DEEPBIND: its own calls stay inside it) from
 //     MSCCL_NCCL_LIB_PATH, default libnccl.so.2; without it, a call with no plan fails with
 //     ncclInvalidUsage and says why (ncclGetLastError);
@@ -24,6 +26,7 @@
 //===------------------------------------------------------------------------------------===//
 #include <nccl.h>
 
+#include "Shim.h"
 #include "msccl/msccl.hpp"
 #include "msccl/runtime/Communicator.h"
 
@@ -33,13 +36,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #define MSCCL_EXPORT extern "C" __attribute__((visibility("default")))
 
-namespace {
+namespace msccl::nccl::shim {
 
 // --- The real NCCL ------------------------------------------------------------------------
 
@@ -60,27 +64,14 @@ void *realHandle() {
   return gReal;
 }
 
-template <class F> F realFn(const char *name) {
+void *realSymbol(const char *name) {
   void *h = realHandle();
-  return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
+  return h ? dlsym(h, name) : nullptr;
 }
 
 // --- Our communicator ---------------------------------------------------------------------
 
-constexpr uint64_t kCommMagic = 0x6d7363636c636f6dull; // "msccl com"
-
 enum class Backend { Cpu, Cuda };
-
-struct Comm {
-  uint64_t magic = kCommMagic;
-  ncclComm_t real = nullptr;                      // the real NCCL's communicator (may be null)
-  std::shared_ptr<msccl::Communicator> comm;      // null: forward-only (ncclCommInitAll, split)
-  std::unique_ptr<msccl::Executor> executor;      // null: no plan runs here (noPlansWhy)
-  std::string noPlansWhy;
-  std::string realWhy;                            // why `real` is null (its init failed), for fallbacks
-  int rank = 0, size = 1, ranksPerNode = 0, device = 0;
-  std::string lastError;
-};
 
 // The id: our bootstrap's 128 bytes cannot hold NCCL's too, so ncclGetUniqueId registers the
 // real id under ours and rank 0 hands it to the others over our communicator at init.
@@ -323,7 +314,9 @@ void logFallback(Comm *c, const char *api, size_t bytes, const std::string &why)
     logLine("rank %d: %s %zu bytes: NCCL (%s)", c ? c->rank : -1, api, bytes, why.c_str());
 }
 
-} // namespace
+} // namespace msccl::nccl::shim
+
+using namespace msccl::nccl::shim;
 
 // --- Version, ids, communicators ----------------------------------------------------------
 
@@ -401,6 +394,7 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
     auto all = rt->allGather(&mine, sizeof mine);
     RealId root;
     std::memcpy(&root, all[0].data(), sizeof root);
+    c->mailbox = msccl::nccl::Mailbox::create(*rt); // collective; null above kMaxMailboxRanks
     if (backend == Backend::Cpu)
       c->executor = std::make_unique<msccl::Executor>(c->comm);
     else
@@ -570,6 +564,7 @@ template <class F> ncclResult_t dispatch(ncclComm_t comm, const Call &call, F fo
 }
 
 template <class Sig> Sig real(const char *name) { return realFn<Sig>(name); }
+
 } // namespace
 
 MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
@@ -578,8 +573,10 @@ MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, si
   size_t bytes = count * es;
   Call call{"ncclAllReduce", "allreduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
             datatype, true, op, stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, op, r, stream);
+  return nowOrAtGroupEnd("ncclAllReduce", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, op, r, stream);
+    });
   });
 }
 
@@ -591,8 +588,10 @@ MSCCL_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, si
   bool inPlace = static_cast<const char *>(sendbuff) == static_cast<const char *>(recvbuff) + rank * in;
   Call call{"ncclAllGather", "allgather", sendbuff, recvbuff, in, in * n, in * n, inPlace, datatype, false, ncclSum,
             stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclAllGather)>("ncclAllGather")(sendbuff, recvbuff, sendcount, datatype, r, stream);
+  return nowOrAtGroupEnd("ncclAllGather", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclAllGather)>("ncclAllGather")(sendbuff, recvbuff, sendcount, datatype, r, stream);
+    });
   });
 }
 
@@ -605,9 +604,11 @@ MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff
   bool inPlace = static_cast<const char *>(recvbuff) == static_cast<const char *>(sendbuff) + rank * out;
   Call call{"ncclReduceScatter", "reducescatter", sendbuff, recvbuff, out * n, out, out * n, inPlace, datatype, true,
             op, stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, op, r,
-                                                                    stream);
+  return nowOrAtGroupEnd("ncclReduceScatter", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, op, r,
+                                                                      stream);
+    });
   });
 }
 
@@ -618,8 +619,10 @@ MSCCL_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, siz
   size_t bytes = count * es * (c ? size_t(c->size) : 1);
   Call call{"ncclAlltoAll", "alltoall", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype,
             false, ncclSum, stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclAlltoAll)>("ncclAlltoAll")(sendbuff, recvbuff, count, datatype, r, stream);
+  return nowOrAtGroupEnd("ncclAlltoAll", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclAlltoAll)>("ncclAlltoAll")(sendbuff, recvbuff, count, datatype, r, stream);
+    });
   });
 }
 
@@ -629,8 +632,10 @@ MSCCL_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, si
   size_t bytes = count * es;
   Call call{"ncclBroadcast", root == 0 ? "broadcast" : "broadcast-from-nonzero-root", sendbuff, recvbuff, bytes,
             bytes, bytes, sendbuff == recvbuff, datatype, false, ncclSum, stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclBroadcast)>("ncclBroadcast")(sendbuff, recvbuff, count, datatype, root, r, stream);
+  return nowOrAtGroupEnd("ncclBroadcast", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclBroadcast)>("ncclBroadcast")(sendbuff, recvbuff, count, datatype, root, r, stream);
+    });
   });
 }
 
@@ -645,8 +650,10 @@ MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_
   size_t bytes = count * es;
   Call call{"ncclReduce", root == 0 ? "reduce" : "reduce-to-nonzero-root", sendbuff, recvbuff, bytes, bytes, bytes,
             sendbuff == recvbuff, datatype, true, op, stream};
-  return dispatch(comm, call, [&](ncclComm_t r) {
-    return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, op, root, r, stream);
+  return nowOrAtGroupEnd("ncclReduce", [=] {
+    return dispatch(comm, call, [=](ncclComm_t r) {
+      return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, op, root, r, stream);
+    });
   });
 }
 
@@ -669,13 +676,39 @@ template <class F, class... A> ncclResult_t forward(const char *name, Comm *c, A
 }
 } // namespace
 
+namespace {
+/// What Group.cpp needs to see a grouped send/recv set (PointToPoint.h).
+Deferred p2pCall(ncclComm_t comm, bool isSend, const void *buffer, size_t count, ncclDataType_t type, int peer,
+                 cudaStream_t stream) {
+  Deferred d;
+  Comm *c = ours(comm);
+  if (c && c->comm)
+    d.p2pComm = c;
+  d.p2p = msccl::nccl::P2pCall{isSend, buffer, count, int(type), elementBytes(type), peer};
+  d.stream = stream;
+  return d;
+}
+} // namespace
+
 MSCCL_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return forward<decltype(&ncclSend)>("ncclSend", ours(comm), sendbuff, count, datatype, peer, realOf(comm), stream);
+  return nowOrAtGroupEnd(
+      "ncclSend",
+      [=] {
+        return forward<decltype(&ncclSend)>("ncclSend", ours(comm), sendbuff, count, datatype, peer, realOf(comm),
+                                            stream);
+      },
+      p2pCall(comm, true, sendbuff, count, datatype, peer, stream));
 }
 MSCCL_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                    cudaStream_t stream) {
-  return forward<decltype(&ncclRecv)>("ncclRecv", ours(comm), recvbuff, count, datatype, peer, realOf(comm), stream);
+  return nowOrAtGroupEnd(
+      "ncclRecv",
+      [=] {
+        return forward<decltype(&ncclRecv)>("ncclRecv", ours(comm), recvbuff, count, datatype, peer, realOf(comm),
+                                            stream);
+      },
+      p2pCall(comm, false, recvbuff, count, datatype, peer, stream));
 }
 MSCCL_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
@@ -687,8 +720,6 @@ MSCCL_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size
   return forward<decltype(&ncclScatter)>("ncclScatter", ours(comm), sendbuff, recvbuff, count, datatype, root,
                                          realOf(comm), stream);
 }
-MSCCL_EXPORT ncclResult_t ncclGroupStart() { return forward<decltype(&ncclGroupStart)>("ncclGroupStart", nullptr); }
-MSCCL_EXPORT ncclResult_t ncclGroupEnd() { return forward<decltype(&ncclGroupEnd)>("ncclGroupEnd", nullptr); }
 MSCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
   return forward<decltype(&ncclGroupSimulateEnd)>("ncclGroupSimulateEnd", nullptr, simInfo);
 }

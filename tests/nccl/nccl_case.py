@@ -25,6 +25,9 @@ def main():
     os.mkdir(plans)
     # AlltoAll as a program: compiled at comm init through the cache (MSCCL_PLANS_DEFINES).
     shutil.copy(os.path.join(a.stdlib, "alltoall", "allpairs.msccl"), os.path.join(plans, "alltoall_allpairs.msccl"))
+    # AllToAllV (symbolic sizes) for grouped send/recv sets with unequal counts.
+    subprocess.run([a.mscclc, "stdlib:alltoallv/allpairs", "-o", os.path.join(plans, "alltoallv_allpairs.json"),
+                    "-D", "ranks=4"], check=True)
     for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring"]:
         out = os.path.join(plans, algo.replace("/", "_") + ".json")
         subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4", "-D", "inplace=false"], check=True)
@@ -54,6 +57,20 @@ def main():
         if re.search(r"ncclAllReduce .* count=(4096|4001) ", s) or re.search(r"ncclAlltoAll ", s) or \
            re.search(r"ncclReduceScatter ", s) or re.search(r"ncclAllGather ", s):
             problems.append("a planned call reached NCCL: " + s)
+    # The forwarded float64 allreduce of the client's group reached NCCL inside a real group.
+    for rank in range(4):
+        idx = [i for i, s in enumerate(standin) if re.match(r"ncclAllReduce rank=%d .* count=8 type=8 " % rank, s)]
+        if len(idx) != 1:
+            problems.append("rank %d's grouped float64 allreduce reached NCCL %d times" % (rank, len(idx)))
+            continue
+        pid = None
+        for s in reversed(standin[:idx[0]]):
+            m = re.match(r"ncclGroup(Start|End) pid=(\d+)", s)
+            if m and m.group(1) == "Start":
+                pid = m.group(2)
+                break
+        if pid is None:
+            problems.append("rank %d's grouped float64 allreduce reached NCCL outside ncclGroupStart" % rank)
     ids = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclGetUniqueId")]
     inits = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclCommInitRank")]
     if len(ids) != 1 or len(inits) != 4 or set(inits) != set(ids):
@@ -63,6 +80,12 @@ def main():
             if not re.search(r"MSCCL INFO rank %d: nccl\w+ \d+ bytes float32: plan \S*%s" % (rank, algo), p.stderr,
                              re.IGNORECASE):
                 problems.append("no MSCCL_DEBUG line of rank %d's %s plan" % (rank, algo))
+        for kind in ["AllToAll: plan \\S*alltoall_allpairs", "AllToAllV: plan \\S*alltoallv_allpairs"]:
+            if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 8 send/recv call\(s\) as an %s" % (rank, kind), p.stderr):
+                problems.append("rank %d's grouped send/recv set did not run as an %s" % (rank, kind.split(":")[0]))
+        if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 2 send/recv call\(s\): NCCL \(no (send to|receive from) rank"
+                         % rank, p.stderr):
+            problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
         # Counts the plans' chunks do not divide run with uneven chunks (runtime/UnevenChunks.h).

@@ -120,6 +120,51 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < Q; ++i)
       expectEq("odd alltoall", j * Q + i, recv[j * Q + i], (float)((int)j * 100000 + rank * 1000 + (int)i));
 
+  /* A group: nothing starts before ncclGroupEnd (the planned allreduce has not touched recv),
+     planned and forwarded calls mixed (the float64 one reaches NCCL inside a real group). */
+  double *g = malloc(8 * sizeof(double));
+  for (size_t i = 0; i < N; ++i)
+    send[i] = (float)(rank + (int)(i % 7)), recv[i] = -1.f;
+  NCCLCHECK(ncclGroupStart());
+  NCCLCHECK(ncclGroupStart()); /* nested */
+  NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, comm, stream));
+  NCCLCHECK(ncclGroupEnd());
+  NCCLCHECK(ncclAllReduce(g, g, 8, ncclFloat64, ncclSum, comm, stream));
+  if (recv[0] != -1.f) {
+    fprintf(stderr, "rank %d: a grouped allreduce ran before ncclGroupEnd\n", rank);
+    ++failures;
+  }
+  NCCLCHECK(ncclGroupEnd());
+  printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=8 type=%d op=%d stream=%p\n", rank, (void *)g, (void *)g,
+         (int)ncclFloat64, (int)ncclSum, (void *)stream);
+  for (size_t i = 0; i < N; ++i)
+    expectEq("grouped allreduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)));
+  free(g);
+
+  /* PyTorch's all_to_all_single: one ncclSend and one ncclRecv per peer (itself included) in a
+     group; equal counts run as an AllToAll plan, unequal ones (splits) as an AllToAllV plan. */
+  for (int split = 0; split < 2; ++split) {
+    size_t sendAt = 0, recvAt = 0;
+    for (size_t j = 0; j < n; ++j) /* rank r sends 100 + 10*r + j (split) or 128 elements to rank j */
+      for (size_t i = 0; i < (split ? 100 + 10 * (size_t)rank + j : 128); ++i)
+        send[sendAt++] = (float)(rank * 100000 + (int)j * 1000 + (int)i);
+    NCCLCHECK(ncclGroupStart());
+    sendAt = 0;
+    for (size_t j = 0; j < n; ++j) {
+      size_t out = split ? 100 + 10 * (size_t)rank + j : 128, in = split ? 100 + 10 * j + (size_t)rank : 128;
+      NCCLCHECK(ncclSend(send + sendAt, out, ncclFloat32, (int)j, comm, stream));
+      NCCLCHECK(ncclRecv(recv + recvAt, in, ncclFloat32, (int)j, comm, stream));
+      sendAt += out;
+      recvAt += in;
+    }
+    NCCLCHECK(ncclGroupEnd());
+    recvAt = 0;
+    for (size_t j = 0; j < n; ++j)
+      for (size_t i = 0; i < (split ? 100 + 10 * j + (size_t)rank : 128); ++i, ++recvAt)
+        expectEq(split ? "all_to_all_single with splits" : "all_to_all_single", recvAt, recv[recvAt],
+                 (float)((int)j * 100000 + rank * 1000 + (int)i));
+  }
+
   /* Calls with no plan: forwarded with their arguments. */
   double *d = malloc(64 * sizeof(double));
   NCCLCHECK(ncclAllReduce(d, d, 64, ncclFloat64, ncclSum, comm, stream)); /* no float64 executor */

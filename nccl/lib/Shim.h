@@ -1,0 +1,85 @@
+//===- Shim.h - What the files of libmsccl_nccl.so share (private to nccl/lib) ------------===//
+//
+// Interpose.cpp: the real NCCL (dlopen), our communicator, the plan registry, the collectives and
+// the forwarded calls. Group.cpp: ncclGroupStart/ncclGroupEnd and the send/recv sets that run as
+// an AllToAll(V) plan (PointToPoint.h). Nothing here leaves the library (hidden visibility).
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include <nccl.h>
+
+#include "PointToPoint.h"
+#include "msccl/msccl.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msccl::nccl::shim {
+
+// --- The real NCCL (Interpose.cpp) -----------------------------------------------------------
+
+/// The real NCCL (MSCCL_NCCL_LIB_PATH, default libnccl.so.2), loaded once; null when it is not.
+void *realHandle();
+/// Symbol `name` of the real NCCL, or null.
+void *realSymbol(const char *name);
+template <class F> F realFn(const char *name) { return reinterpret_cast<F>(realSymbol(name)); }
+
+// --- Our communicator ------------------------------------------------------------------------
+
+constexpr uint64_t kCommMagic = 0x6d7363636c636f6dull; // "msccl com"
+
+struct Comm {
+  uint64_t magic = kCommMagic;
+  ncclComm_t real = nullptr;                      // the real NCCL's communicator (may be null)
+  std::shared_ptr<msccl::Communicator> comm;      // null: forward-only (ncclCommInitAll, split)
+  std::unique_ptr<msccl::Executor> executor;      // null: no plan runs here (noPlansWhy)
+  std::string noPlansWhy;
+  std::string realWhy;                            // why `real` is null (its init failed), for fallbacks
+  int rank = 0, size = 1, ranksPerNode = 0, device = 0;
+  std::string lastError;
+  std::unique_ptr<Mailbox> mailbox;               // send/recv sets (PointToPoint.h); freed before `comm`
+};
+
+/// `comm` when it is one of ours, else null.
+Comm *ours(ncclComm_t comm);
+/// Record `msg` as the last error (of `c` and of this thread), say it on stderr, return `rc`.
+ncclResult_t failWith(Comm *c, ncclResult_t rc, const std::string &msg);
+/// MSCCL_DEBUG=INFO (or TRACE).
+bool infoLogging();
+void logLine(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/// The process's registry (MSCCL_PLANS), or null with `error`.
+std::shared_ptr<msccl::PlanRegistry> registry(std::string &error);
+/// Our element type of an NCCL type that plans run (false for float64, int64, fp8, ...).
+bool dataType(ncclDataType_t t, msccl::plan::DataType &out, size_t &bytes);
+/// Bytes of one element of any NCCL type (0 for an unknown one).
+size_t elementBytes(ncclDataType_t t);
+const char *typeName(ncclDataType_t t);
+
+// --- Groups (Group.cpp) ----------------------------------------------------------------------
+
+/// A call made inside a group: run at the outermost ncclGroupEnd as it would run outside one.
+struct Deferred {
+  const char *api;
+  std::function<ncclResult_t()> run;
+  Comm *p2pComm = nullptr; // ncclSend/ncclRecv on one of our communicators: the call, for PointToPoint.h
+  P2pCall p2p;
+  cudaStream_t stream = nullptr;
+};
+extern thread_local int tGroupDepth;
+extern thread_local std::vector<Deferred> tDeferred;
+
+/// Runs `call` now, or records it for the outermost ncclGroupEnd when a group is open.
+template <class F> ncclResult_t nowOrAtGroupEnd(const char *api, F call, Deferred extra = {}) {
+  if (tGroupDepth == 0)
+    return call();
+  extra.api = api;
+  extra.run = std::function<ncclResult_t()>(std::move(call));
+  tDeferred.push_back(std::move(extra));
+  return ncclSuccess;
+}
+
+} // namespace msccl::nccl::shim
