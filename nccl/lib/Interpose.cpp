@@ -210,14 +210,6 @@ const char *typeName(ncclDataType_t t) {
   return unsigned(t) < sizeof names / sizeof *names ? names[t] : "unknown-type";
 }
 
-bool redOp(ncclRedOp_t op, msccl::plan::ReduceOp &out) {
-  switch (op) {
-  case ncclSum: out = msccl::plan::ReduceOp::Sum; return true;
-  case ncclMin: out = msccl::plan::ReduceOp::Min; return true;
-  case ncclMax: out = msccl::plan::ReduceOp::Max; return true;
-  default: return false;
-  }
-}
 
 /// One collective call, as the registry and the executor see it.
 struct Call {
@@ -250,15 +242,14 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     why = std::string("element type ") + typeName(call.type) + " has no plan executor";
     return false;
   }
-  msccl::plan::ReduceOp ro = msccl::plan::ReduceOp::Sum;
-  if (call.reduces && !redOp(call.op, ro)) {
-    why = "reduction op " + std::to_string(int(call.op)) + " is not sum, min or max";
-    return false;
-  }
   if (call.reduces && call.type == ncclInt8) {
     why = "int8 reductions have no plan executor";
     return false;
   }
+  PlannedOp po;
+  if (call.reduces && !plannedOp(c, call.op, call.type, po, why))
+    return false;
+  const msccl::plan::ReduceOp ro = po.reduce;
   std::string regError;
   auto reg = registry(regError);
   if (!reg) {
@@ -280,6 +271,8 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
   try {
     c.executor->execute(c.rank, call.send, call.recv, call.sendBytes, call.recvBytes, dt, ro, plan->plan,
                         reinterpret_cast<void *>(call.stream));
+    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == 0))
+      applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
   } catch (const msccl::Error &e) {
     // A size the plan's chunking cannot split, or a backend this build lacks: every rank finds
     // the same before running anything, so the call can still go to NCCL.
@@ -395,6 +388,7 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
     RealId root;
     std::memcpy(&root, all[0].data(), sizeof root);
     c->mailbox = msccl::nccl::Mailbox::create(*rt); // collective; null above kMaxMailboxRanks
+    c->hostBuffers = backend == Backend::Cpu;
     if (backend == Backend::Cpu)
       c->executor = std::make_unique<msccl::Executor>(c->comm);
     else
@@ -575,7 +569,7 @@ MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, si
             datatype, true, op, stream};
   return nowOrAtGroupEnd("ncclAllReduce", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
-      return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, op, r, stream);
+      return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, realOp(op), r, stream);
     });
   });
 }
@@ -606,7 +600,7 @@ MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff
             op, stream};
   return nowOrAtGroupEnd("ncclReduceScatter", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
-      return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, op, r,
+      return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, realOp(op), r,
                                                                       stream);
     });
   });
@@ -652,7 +646,7 @@ MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_
             sendbuff == recvbuff, datatype, true, op, stream};
   return nowOrAtGroupEnd("ncclReduce", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
-      return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, op, root, r, stream);
+      return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, realOp(op), root, r, stream);
     });
   });
 }
@@ -748,14 +742,6 @@ MSCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, si
 }
 MSCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return forward<decltype(&ncclCommWindowDeregister)>("ncclCommWindowDeregister", ours(comm), realOf(comm), win);
-}
-MSCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
-                                                   ncclScalarResidence_t residence, ncclComm_t comm) {
-  return forward<decltype(&ncclRedOpCreatePreMulSum)>("ncclRedOpCreatePreMulSum", ours(comm), op, scalar, datatype,
-                                                      residence, realOf(comm));
-}
-MSCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return forward<decltype(&ncclRedOpDestroy)>("ncclRedOpDestroy", ours(comm), op, realOf(comm));
 }
 MSCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return forward<decltype(&ncclCommRevoke)>("ncclCommRevoke", ours(comm), realOf(comm), revokeFlags);

@@ -40,6 +40,7 @@ struct Comm {
   std::string noPlansWhy;
   std::string realWhy;                            // why `real` is null (its init failed), for fallbacks
   int rank = 0, size = 1, ranksPerNode = 0, device = 0;
+  bool hostBuffers = false;                       // MSCCL_BACKEND=cpu: the call's buffers are host memory
   std::string lastError;
   std::unique_ptr<Mailbox> mailbox;               // send/recv sets (PointToPoint.h); freed before `comm`
 };
@@ -58,6 +59,25 @@ bool dataType(ncclDataType_t t, msccl::plan::DataType &out, size_t &bytes);
 /// Bytes of one element of any NCCL type (0 for an unknown one).
 size_t elementBytes(ncclDataType_t t);
 const char *typeName(ncclDataType_t t);
+
+// --- Reduction ops (RedOps.cpp) -------------------------------------------------------------
+
+/// What a call's ncclRedOp_t asks of a plan: the plan's reduction, then what happens to the
+/// result (ncclAvg: divided by the rank count; a PreMulSum: multiplied by its scalar).
+struct PlannedOp {
+  plan::ReduceOp reduce = plan::ReduceOp::Sum;
+  enum class After { Nothing, DivideByRanks, Scale } after = After::Nothing;
+  double scale = 1;
+};
+/// The plan side of `op` for a call of `type` on `c`; false with `why` when no plan may run it
+/// (an op other than sum, min, max, avg and our PreMulSums; avg or PreMulSum on device buffers;
+/// a PreMulSum whose scalar is not the same on every rank). Collective for PreMulSum ops: every
+/// rank of the call gathers the scalars (once per op, or per call for a device-resident scalar).
+bool plannedOp(Comm &c, ncclRedOp_t op, ncclDataType_t type, PlannedOp &out, std::string &why);
+/// The real NCCL's op for `op` (a PreMulSum of ours maps to the real NCCL's twin).
+ncclRedOp_t realOp(ncclRedOp_t op);
+/// Apply `op.after` to `count` elements of `type` at `data` (host memory).
+void applyAfter(const PlannedOp &op, void *data, size_t count, plan::DataType type, int nranks);
 
 // --- Groups (Group.cpp) ----------------------------------------------------------------------
 

@@ -86,6 +86,14 @@ def main():
         if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 2 send/recv call\(s\): NCCL \(no (send to|receive from) rank"
                          % rank, p.stderr):
             problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
+        for what in ["16384 bytes float32: plan", "16384 bytes int32: plan"]:
+            if len(re.findall(r"MSCCL INFO rank %d: ncclAllReduce %s" % (rank, what), p.stderr)) < 1:
+                problems.append("rank %d: no planned allreduce %s" % (rank, what))
+        if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 256 bytes: NCCL \(the PreMulSum's scalar differs" % rank,
+                         p.stderr):
+            problems.append("rank %d's PreMulSum with per-rank scalars did not go to NCCL with its reason" % rank)
+        if not any(re.match(r"ncclAllReduce rank=%d .* count=64 type=7 op=10\d\d " % rank, s) for s in standin):
+            problems.append("rank %d's PreMulSum allreduce did not reach NCCL with NCCL's own op" % rank)
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 512 bytes: NCCL \(element type float64" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG fallback reason for rank %d's float64 allreduce" % rank)
         # Counts the plans' chunks do not divide run with uneven chunks (runtime/UnevenChunks.h).

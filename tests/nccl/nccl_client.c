@@ -165,6 +165,34 @@ int main(int argc, char **argv) {
                  (float)((int)j * 100000 + rank * 1000 + (int)i));
   }
 
+  /* ncclAvg (float32 and int32: the sum divided by the rank count, truncated for integers) and a
+     PreMulSum whose scalar every rank shares, through the allreduce plan. */
+  {
+    int *is = malloc(N * sizeof(int)), *ir = malloc(N * sizeof(int));
+    for (size_t i = 0; i < N; ++i)
+      send[i] = (float)(rank + (int)(i % 7)), is[i] = rank * 3 + (int)(i % 5);
+    NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclAvg, comm, stream));
+    for (size_t i = 0; i < N; ++i)
+      expectEq("avg float32", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)) / (float)nranks);
+    NCCLCHECK(ncclAllReduce(is, ir, N, ncclInt32, ncclAvg, comm, stream));
+    for (size_t i = 0; i < N; ++i)
+      expectEq("avg int32", i, (float)ir[i], (float)((3 * nranks * (nranks - 1) / 2 + nranks * (int)(i % 5)) / nranks));
+    float half = 0.5f;
+    ncclRedOp_t pre;
+    NCCLCHECK(ncclRedOpCreatePreMulSum(&pre, &half, ncclFloat32, ncclScalarHostImmediate, comm));
+    NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, pre, comm, stream));
+    for (size_t i = 0; i < N; ++i)
+      expectEq("premulsum", i, recv[i], 0.5f * (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)));
+    NCCLCHECK(ncclRedOpDestroy(pre, comm));
+    /* A scalar that differs between ranks: the plan would apply one; NCCL gets the call. */
+    float mine = 1.0f + (float)rank;
+    NCCLCHECK(ncclRedOpCreatePreMulSum(&pre, &mine, ncclFloat32, ncclScalarHostImmediate, comm));
+    NCCLCHECK(ncclAllReduce(send, recv, 64, ncclFloat32, pre, comm, stream)); /* NCCL gets its own twin op */
+    NCCLCHECK(ncclRedOpDestroy(pre, comm));
+    free(is);
+    free(ir);
+  }
+
   /* Calls with no plan: forwarded with their arguments. */
   double *d = malloc(64 * sizeof(double));
   NCCLCHECK(ncclAllReduce(d, d, 64, ncclFloat64, ncclSum, comm, stream)); /* no float64 executor */

@@ -143,6 +143,19 @@ ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclCom
         (void *)stream);
   return ncclSuccess;
 }
+/* Custom ops get ids from 1000, so a test can tell the stand-in's twin from the shim's own id. */
+static int nextOp = 1000;
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t t, ncclScalarResidence_t residence,
+                                      ncclComm_t comm) {
+  *op = (ncclRedOp_t)nextOp++;
+  logf_("ncclRedOpCreatePreMulSum rank=%d op=%d type=%d residence=%d scalar=%p", comm->rank, (int)*op, (int)t,
+        (int)residence, scalar);
+  return ncclSuccess;
+}
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  logf_("ncclRedOpDestroy rank=%d op=%d", comm->rank, (int)op);
+  return ncclSuccess;
+}
 ncclResult_t ncclGroupStart(void) {
   logf_("ncclGroupStart pid=%d", (int)getpid());
   return ncclSuccess;

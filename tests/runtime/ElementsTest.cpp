@@ -46,3 +46,21 @@ TEST_CASE("reductions per type and operator", "[elements]") {
   reduceElements(o.data(), h.data(), k.data(), 4, DataType::Float16, ReduceOp::Max);
   CHECK(halfToFloat(o[1]) == 8.0f);
 }
+
+TEST_CASE("ncclAvg's division and a PreMulSum's scale after the sum", "[elements]") {
+  std::vector<int32_t> i{7, -7, 8, 0};
+  divideElements(i.data(), 4, DataType::Int32, 4);
+  CHECK(i == std::vector<int32_t>{1, -1, 2, 0}); // truncated toward zero, as NCCL's SumPostDiv
+  std::vector<uint8_t> u{255, 3};
+  divideElements(u.data(), 2, DataType::UInt8, 2);
+  CHECK(u == std::vector<uint8_t>{127, 1});
+  std::vector<float> f{6.f, 1.f};
+  divideElements(f.data(), 2, DataType::Float32, 4);
+  CHECK(f == std::vector<float>{1.5f, 0.25f});
+  std::vector<uint16_t> h{floatToHalf(3.f)};
+  scaleElements(h.data(), 1, DataType::Float16, 0.5);
+  CHECK(halfToFloat(h[0]) == 1.5f);
+  std::vector<int32_t> j{5, -5};
+  scaleElements(j.data(), 2, DataType::Int32, 0.5);
+  CHECK(j == std::vector<int32_t>{2, -2});
+}

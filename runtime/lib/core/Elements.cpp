@@ -156,4 +156,38 @@ void storeElement(void *base, size_t index, DataType type, double value) {
   }
 }
 
+void divideElements(void *data, size_t count, DataType type, uint32_t n) {
+  auto *p = static_cast<uint8_t *>(data);
+  for (size_t i = 0; i < count; ++i)
+    switch (type) {
+    case DataType::Int32: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      v = int32_t(int64_t(v) / int64_t(n));
+      std::memcpy(p + 4 * i, &v, 4);
+      break;
+    }
+    case DataType::UInt32: {
+      uint32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      v /= n;
+      std::memcpy(p + 4 * i, &v, 4);
+      break;
+    }
+    case DataType::UInt8: p[i] = uint8_t(p[i] / n); break;
+    case DataType::Float32:
+    case DataType::Float16:
+    case DataType::BFloat16: storeElement(data, i, type, loadElement(data, i, type) / double(n)); break;
+    }
+}
+
+void scaleElements(void *data, size_t count, DataType type, double factor) {
+  for (size_t i = 0; i < count; ++i) {
+    const double v = loadElement(data, i, type) * factor;
+    storeElement(data, i, type, type == DataType::Float32 || type == DataType::Float16 || type == DataType::BFloat16
+                                    ? v
+                                    : std::trunc(v));
+  }
+}
+
 } // namespace msccl::runtime

@@ -35,4 +35,14 @@ void storeElement(void *base, size_t index, plan::DataType type, double value);
 /// Apply `op` to two doubles (the reference semantics of one lane).
 double reduceValues(double a, double b, plan::ReduceOp op);
 
+/// ncclAvg after a sum, as NCCL's SumPostDiv: each of `count` elements of `data` divided by `n`
+/// (n > 0): integers in their own type (truncated toward zero, after the wrapping sum), float
+/// types in double and rounded to the type (NCCL pre-multiplies floats by 1/n instead: the same
+/// when the sum is exact and n a power of two, else within one rounding).
+void divideElements(void *data, size_t count, plan::DataType type, uint32_t n);
+/// Each of `count` elements of `data` multiplied by `factor` in double and rounded (integers
+/// truncated toward zero): a PreMulSum's scalar applied after the sum (exact when every rank's
+/// scalar is the same and the products are representable).
+void scaleElements(void *data, size_t count, plan::DataType type, double factor);
+
 } // namespace msccl::runtime
