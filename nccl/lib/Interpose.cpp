@@ -130,6 +130,16 @@ Comm *ours(ncclComm_t comm) {
   return c && c->magic == kCommMagic ? c : nullptr;
 }
 
+void attachPlans(Comm &c, bool hostBuffers) {
+  c.mailbox = msccl::nccl::Mailbox::create(*c.comm->runtimeCommunicator()); // null above kMaxMailboxRanks
+  c.hostBuffers = hostBuffers;
+  if (hostBuffers)
+    c.executor = std::make_unique<msccl::Executor>(c.comm);
+  else
+    c.noPlansWhy = "the CUDA backend with one process per rank is not in this build of libmsccl "
+                   "(MSCCL_BACKEND=cpu runs plans on host buffers)";
+}
+
 ncclComm_t realOf(ncclComm_t comm) {
   Comm *c = ours(comm);
   return c ? c->real : comm;
@@ -282,9 +292,14 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     }
     rc = failWith(&c, e.code() == msccl::ErrorCode::InvalidArgument ? ncclInvalidArgument : ncclInternalError,
                   std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+    // A plan that timed out or failed while running (not a bad argument) is the communicator's
+    // asynchronous error, as PyTorch's watchdog polls it with ncclCommGetAsyncError.
+    if (e.code() != msccl::ErrorCode::InvalidArgument)
+      c.asyncError = rc;
     return true;
   } catch (const std::exception &e) {
-    rc = failWith(&c, ncclInternalError, std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+    rc = c.asyncError =
+        failWith(&c, ncclInternalError, std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
     return true;
   }
   if (infoLogging())
@@ -387,13 +402,7 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
     auto all = rt->allGather(&mine, sizeof mine);
     RealId root;
     std::memcpy(&root, all[0].data(), sizeof root);
-    c->mailbox = msccl::nccl::Mailbox::create(*rt); // collective; null above kMaxMailboxRanks
-    c->hostBuffers = backend == Backend::Cpu;
-    if (backend == Backend::Cpu)
-      c->executor = std::make_unique<msccl::Executor>(c->comm);
-    else
-      c->noPlansWhy = "the CUDA backend with one process per rank is not in this build of libmsccl "
-                      "(MSCCL_BACKEND=cpu runs plans on host buffers)";
+    attachPlans(*c, backend == Backend::Cpu);
     if (root.have) {
       using InitConfig = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
       using Init = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int);
@@ -723,8 +732,8 @@ MSCCL_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
 MSCCL_EXPORT ncclResult_t ncclMemFree(void *ptr) { return forward<decltype(&ncclMemFree)>("ncclMemFree", nullptr, ptr); }
 MSCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
   Comm *c = ours(comm);
-  if (c && !c->real && asyncError) {
-    *asyncError = ncclSuccess; // our executes are synchronous
+  if (c && asyncError && (c->asyncError != ncclSuccess || !c->real)) {
+    *asyncError = c->asyncError; // a planned call that failed; our executes are synchronous otherwise
     return ncclSuccess;
   }
   return forward<decltype(&ncclCommGetAsyncError)>("ncclCommGetAsyncError", c, realOf(comm), asyncError);
@@ -747,7 +756,7 @@ MSCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return forward<decltype(&ncclCommRevoke)>("ncclCommRevoke", ours(comm), realOf(comm), revokeFlags);
 }
 
-namespace {
+namespace msccl::nccl::shim {
 /// A communicator NCCL made from one of ours (split, shrink): NCCL's alone, wrapped.
 ncclResult_t wrapNew(ncclResult_t rc, ncclComm_t *newcomm) {
   if (rc != ncclSuccess || !newcomm || !*newcomm)
@@ -761,14 +770,8 @@ ncclResult_t wrapNew(ncclResult_t rc, ncclComm_t *newcomm) {
   *newcomm = reinterpret_cast<ncclComm_t>(c);
   return rc;
 }
-} // namespace
+} // namespace msccl::nccl::shim
 
-MSCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-                                        ncclConfig_t *config) {
-  return wrapNew(forward<decltype(&ncclCommSplit)>("ncclCommSplit", ours(comm), realOf(comm), color, key, newcomm,
-                                                   config),
-                 newcomm);
-}
 MSCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
                                          ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
   return wrapNew(forward<decltype(&ncclCommShrink)>("ncclCommShrink", ours(comm), realOf(comm), excludeRanksList,

@@ -42,11 +42,19 @@ struct Comm {
   int rank = 0, size = 1, ranksPerNode = 0, device = 0;
   bool hostBuffers = false;                       // MSCCL_BACKEND=cpu: the call's buffers are host memory
   std::string lastError;
+  ncclResult_t asyncError = ncclSuccess;          // a planned call that failed while running (ncclCommGetAsyncError)
   std::unique_ptr<Mailbox> mailbox;               // send/recv sets (PointToPoint.h); freed before `comm`
 };
 
 /// `comm` when it is one of ours, else null.
 Comm *ours(ncclComm_t comm);
+/// The real NCCL's communicator behind `comm` (itself when it is not ours).
+ncclComm_t realOf(ncclComm_t comm);
+/// Give `c` (whose `comm` is set) what plans need: the send/recv mailbox (collective over c.comm),
+/// and an executor when `hostBuffers` (MSCCL_BACKEND=cpu), else the reason there is none.
+void attachPlans(Comm &c, bool hostBuffers);
+/// A communicator NCCL made from one of ours (split, shrink): NCCL's alone, wrapped forward-only.
+ncclResult_t wrapNew(ncclResult_t rc, ncclComm_t *newcomm);
 /// Record `msg` as the last error (of `c` and of this thread), say it on stderr, return `rc`.
 ncclResult_t failWith(Comm *c, ncclResult_t rc, const std::string &msg);
 /// MSCCL_DEBUG=INFO (or TRACE).

@@ -28,6 +28,9 @@ def main():
     # AllToAllV (symbolic sizes) for grouped send/recv sets with unequal counts.
     subprocess.run([a.mscclc, "stdlib:alltoallv/allpairs", "-o", os.path.join(plans, "alltoallv_allpairs.json"),
                     "-D", "ranks=4"], check=True)
+    # Two-rank AllReduce for the communicators ncclCommSplit makes.
+    subprocess.run([a.mscclc, "stdlib:allreduce/ring", "-o", os.path.join(plans, "allreduce_ring2.json"), "-D", "ranks=2",
+                    "-D", "inplace=false"], check=True)
     for algo in ["allreduce/ring", "allgather/ring", "reducescatter/ring"]:
         out = os.path.join(plans, algo.replace("/", "_") + ".json")
         subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4", "-D", "inplace=false"], check=True)
@@ -86,6 +89,8 @@ def main():
         if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 2 send/recv call\(s\): NCCL \(no (send to|receive from) rank"
                          % rank, p.stderr):
             problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
+        if not re.search(r"MSCCL INFO rank \d: ncclAllReduce 16384 bytes float32: plan allreduce_ring2 ", p.stderr):
+            problems.append("the split communicators' allreduce did not run the 2-rank plan")
         for what in ["16384 bytes float32: plan", "16384 bytes int32: plan"]:
             if len(re.findall(r"MSCCL INFO rank %d: ncclAllReduce %s" % (rank, what), p.stderr)) < 1:
                 problems.append("rank %d: no planned allreduce %s" % (rank, what))

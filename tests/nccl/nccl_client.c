@@ -193,6 +193,39 @@ int main(int argc, char **argv) {
     free(ir);
   }
 
+  /* ncclCommSplit into two groups of alternate ranks, keys reversing the order: a 2-rank
+     communicator whose allreduce runs a 2-rank plan. */
+  {
+    ncclComm_t half = NULL;
+    NCCLCHECK(ncclCommSplit(comm, rank % 2, -rank, &half, NULL));
+    int hn = 0, hr = -1;
+    NCCLCHECK(ncclCommCount(half, &hn));
+    NCCLCHECK(ncclCommUserRank(half, &hr));
+    const int wantRank = nranks / 2 - 1 - rank / 2; /* keys -rank: the highest parent rank first */
+    if (hn != nranks / 2 || hr != wantRank) {
+      fprintf(stderr, "rank %d: split: rank %d of %d, expected %d of %d\n", rank, hr, hn, wantRank, nranks / 2);
+      ++failures;
+    }
+    for (size_t i = 0; i < N; ++i)
+      send[i] = (float)(rank + (int)(i % 3));
+    NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, half, stream));
+    for (size_t i = 0; i < N; ++i) { /* the sum over the ranks of my parity */
+      float want = 0;
+      for (int q = rank % 2; q < nranks; q += 2)
+        want += (float)(q + (int)(i % 3));
+      expectEq("split allreduce", i, recv[i], want);
+    }
+    NCCLCHECK(ncclCommDestroy(half));
+    ncclComm_t none = comm;
+    NCCLCHECK(ncclCommSplit(comm, rank == 0 ? 0 : NCCL_SPLIT_NOCOLOR, 0, &none, NULL));
+    if ((rank == 0) != (none != NULL)) {
+      fprintf(stderr, "rank %d: NCCL_SPLIT_NOCOLOR gave %p\n", rank, (void *)none);
+      ++failures;
+    }
+    if (none)
+      NCCLCHECK(ncclCommDestroy(none));
+  }
+
   /* Calls with no plan: forwarded with their arguments. */
   double *d = malloc(64 * sizeof(double));
   NCCLCHECK(ncclAllReduce(d, d, 64, ncclFloat64, ncclSum, comm, stream)); /* no float64 executor */

@@ -143,6 +143,19 @@ ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t t, int peer, ncclCom
         (void *)stream);
   return ncclSuccess;
 }
+/* A split the stand-in cannot size (it sees one rank): logged, a communicator of unknown layout. */
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+  (void)config;
+  logf_("ncclCommSplit rank=%d color=%d key=%d", comm->rank, color, key);
+  *newcomm = NULL;
+  if (color == NCCL_SPLIT_NOCOLOR)
+    return ncclSuccess;
+  struct ncclComm *c = malloc(sizeof *c);
+  c->rank = -1;
+  c->nranks = -1;
+  *newcomm = c;
+  return ncclSuccess;
+}
 /* Custom ops get ids from 1000, so a test can tell the stand-in's twin from the shim's own id. */
 static int nextOp = 1000;
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t t, ncclScalarResidence_t residence,

@@ -289,9 +289,8 @@ public:
       t.join();
   }
 
-  /// Start a launch: every tb from pc 0, on the pool's threads, or (`inlineRun`, a rank with
-  /// one threadblock) left for runInline on the caller's thread, which saves two thread wake-ups
-  /// per launch.
+  /// Start a launch: every tb from pc 0, on the pool's threads, or (`inlineRun`) left for
+  /// runInline on the caller's thread, which saves two thread wake-ups per threadblock and launch.
   void start(bool inlineRun = false) {
     for (uint32_t t = 0; t < states_.size(); ++t) {
       states_[t] = cpu::makeTbState(m_, rank_, t, t);
@@ -311,17 +310,57 @@ public:
     cv_.notify_all();
   }
   size_t size() const { return states_.size(); }
-  /// Run the only threadblock here; `shouldStop()` is asked before every step (true: stop).
+  /// Run every threadblock of this rank on the caller's thread, round robin as the CPU executor
+  /// steps them (each until it blocks); `shouldStop()` is asked between rounds (true: stop).
+  /// While every threadblock waits for a peer it spins, then yields the core to the peers' processes
+  /// (a machine with fewer cores than ranks needs them to run), then sleeps on the first wait.
   template <class Stop> void runInline(Stop shouldStop) {
-    runTb(states_[0], [&] {
-      if (stop.load(std::memory_order_relaxed))
-        return true;
-      if (shouldStop()) {
-        stop.store(true);
-        return true;
+    Backoff backoff;
+    try {
+      for (size_t left = states_.size();;) {
+        left = 0;
+        bool moved = false;
+        for (TbState &s : states_) {
+          while (!s.done) {
+            Step st = cpu::stepOp(m_, s, s.tb->ops[s.pc]);
+            if (st == Step::Blocked)
+              break;
+            moved = true;
+            if (st == Step::Done) {
+              cpu::finishOp(m_, s);
+              cpu::settleTb(m_, s);
+            }
+          }
+          left += s.done ? 0 : 1;
+        }
+        if (left == 0 || stop.load(std::memory_order_relaxed))
+          break;
+        if (shouldStop()) {
+          stop.store(true);
+          break;
+        }
+        if (moved) {
+          backoff.reset();
+          continue;
+        }
+        const TbState *waiting = nullptr;
+        for (const TbState &s : states_)
+          if (!s.done && s.waitWord && !waiting)
+            waiting = &s;
+        if (waiting && backoff.n >= 128) {
+          ++backoff.n;
+          sleepOn(waiting->waitWord, waiting->waitValue, waiting->waitWoken ? 200 : 20);
+        } else {
+          backoff.pause();
+        }
       }
-      return false;
-    });
+    } catch (const ExecutionError &e) {
+      std::lock_guard<std::mutex> lock(errMu_);
+      if (!error)
+        error = std::make_unique<ExecutionError>(e);
+      failed.store(true);
+      stop.store(true);
+    }
     running_.store(0, std::memory_order_release);
   }
   bool finished() const { return running_.load(std::memory_order_acquire) == 0; }
@@ -550,7 +589,7 @@ struct DistributedSession::Impl {
         outcome = Timeout;
       return outcome != Ok;
     };
-    if (pool.size() == 1 && !hasPortChannels) {
+    if (!hasPortChannels) { // every threadblock on this thread (port transfers need the proxy loop below)
       pool.start(/*inlineRun=*/true);
       pool.runInline(check);
       if (pool.failed.load())
