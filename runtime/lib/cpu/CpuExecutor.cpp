@@ -120,7 +120,7 @@ void CpuExecutor::launch(Machine &m, uint64_t launchIndex, std::chrono::steady_c
       std::vector<std::string> diags;
       for (const TbState &s : tbs)
         if (!s.done)
-          diags.push_back(cpu::blockedLine(s));
+          diags.push_back(cpu::blockedLine(m, s));
       throw ExecutionError(ErrorKind::Deadlock,
                            "deadlock in launch " + std::to_string(launchIndex + 1) + " (flag " +
                                std::to_string(m.flag) + "): no threadblock can make progress; " +

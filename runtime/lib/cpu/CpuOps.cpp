@@ -3,7 +3,7 @@
 // Consumes one lowered op of one threadblock plus the machine state; performs the op (or as
 // much of it as possible) and says whether it completed, progressed or is blocked. Guarantees:
 // every byte accessed is bounds-checked against its buffer (ExecutionError(Misuse) otherwise);
-// a blocked op records what it waits for in TbState::blockedOn and changes nothing else.
+// a blocked op records what it waits for in TbState::blocked and changes nothing else.
 // Safe to call from one thread per threadblock at once (the MPI executor): counters and
 // semaphores are atomics (signal: release, or relaxed for rlxsignal; wait: acquire, or relaxed
 // for rlxwait), LL packets are stored and loaded as whole 8-byte words (data + flag), barriers
@@ -187,8 +187,14 @@ struct Ctx {
     auto &words = ct == ChannelType::Memory ? peer.memSignals : peer.portSignals;
     words.add(ch.peerChannel, 1, relaxed ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
 #ifdef __linux__
-    if (m.wakeWaiters) // shared futex: the waiter may be another process of the node
-      syscall(SYS_futex, reinterpret_cast<uint32_t *>(words.p + ch.peerChannel), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    if (m.wakeWaiters) { // shared futex: the waiter may be another process of the node
+      // Ordered with the waiter's count (sleepOnSignal): either it sees the new value and does
+      // not sleep, or this sees it counted and wakes it.
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      if (!peer.sleepers || __atomic_load_n(peer.sleepers, __ATOMIC_SEQ_CST) != 0)
+        syscall(SYS_futex, reinterpret_cast<uint32_t *>(words.p + ch.peerChannel), FUTEX_WAKE, INT_MAX, nullptr,
+                nullptr, 0);
+    }
 #endif
     if (m.race)
       m.race->signal(tb, ct, ch.peer, ch.peerChannel, ct == ChannelType::Port || op.type != OpType::RelaxedSignal,
@@ -203,8 +209,6 @@ struct Ctx {
     RankState &rs = m.ranks[tb.rank];
     auto &sig = ct == ChannelType::Memory ? rs.memSignals : rs.portSignals;
     auto &wt = ct == ChannelType::Memory ? rs.memWaits : rs.portWaits;
-    const auto &list = ct == ChannelType::Memory ? m.resolved->gpus[tb.rank].memoryChannels
-                                                 : m.resolved->gpus[tb.rank].portChannels;
     bool progressed = false;
     const int order = ct == ChannelType::Memory && op.type == OpType::RelaxedWait ? __ATOMIC_RELAXED : __ATOMIC_ACQUIRE;
     while (tb.cursor < op.channels.size()) {
@@ -217,17 +221,12 @@ struct Ctx {
         progressed = true;
         continue;
       }
-      const ResolvedChannel &ch = list[c];
       tb.waitWord = reinterpret_cast<const uint32_t *>(sig.p + c); // low half (little endian)
       tb.waitValue = uint32_t(sig.load(c, __ATOMIC_RELAXED));
       tb.waitWoken = ct == ChannelType::Memory;
-      tb.blockedOn = "waits for a signal on " + std::string(channelTypeName(ct)) + " channel " + std::to_string(c) +
-                     " from rank " + std::to_string(ch.peer) +
-                     (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")
-                                                   : " (its " + std::string(channelTypeName(ct)) + " channel " +
-                                                         std::to_string(ch.peerChannel) + ")") +
-                     "; received " + std::to_string(sig.load(c)) + " signals, " + std::to_string(wt.load(c)) +
-                     " consumed";
+      tb.blocked.kind = BlockedOn::Kind::Signal;
+      tb.blocked.channelType = ct;
+      tb.blocked.id = c;
       return progressed ? Step::Progress : Step::Blocked;
     }
     return Step::Done;
@@ -417,12 +416,12 @@ struct Ctx {
   }
 
   void blockedOnPacket(const LoweredEntry &e, const char *side, size_t j, uint64_t i, uint64_t n) {
-    uint64_t at = 2 * e.bytes.offset + i * packetBytes();
-    tb.blockedOn = "waits for packet " + std::to_string(i) + " of " + std::to_string(n) + " (flag " +
-                   std::to_string(m.flag) + ") of " + side + "[" + std::to_string(j) + "] in rank " +
-                   std::to_string(ownerOf(e)) + "'s " + bufferWord(e.where.type) + " bytes [" + std::to_string(at) +
-                   ", " + std::to_string(at + packetBytes()) + ") (packet region [" +
-                   std::to_string(2 * e.bytes.offset) + ", " + std::to_string(2 * e.bytes.end()) + "))";
+    tb.blocked.kind = BlockedOn::Kind::Packet;
+    tb.blocked.entry = &e;
+    tb.blocked.side = side;
+    tb.blocked.entryIndex = j;
+    tb.blocked.index = i;
+    tb.blocked.count = n;
   }
 
   /// Race checker, when a packet op completes: the packets it consumed carry their producers'
@@ -638,8 +637,8 @@ struct Ctx {
           m.race->barrierLeave(tb, op.barrierId, tb.barrierGeneration);
         return Step::Done;
       }
-      tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
-                     std::to_string(b.expected) + " threadblocks arrived";
+      tb.blocked.kind = BlockedOn::Kind::Barrier;
+      tb.blocked.id = op.barrierId;
       return Step::Progress;
     }
     if (b.generation != tb.barrierGeneration) {
@@ -647,8 +646,8 @@ struct Ctx {
         m.race->barrierLeave(tb, op.barrierId, tb.barrierGeneration);
       return Step::Done;
     }
-    tb.blockedOn = "waits at barrier " + std::to_string(op.barrierId) + ": " + std::to_string(b.arrived) + " of " +
-                   std::to_string(b.expected) + " threadblocks arrived";
+    tb.blocked.kind = BlockedOn::Kind::Barrier;
+    tb.blocked.id = op.barrierId;
     return Step::Blocked;
   }
 
@@ -672,8 +671,8 @@ struct Ctx {
         progressed = true;
         continue;
       }
-      tb.blockedOn = "waits to acquire semaphore " + std::to_string(id) + " (value " +
-                     std::to_string(rs.semaphores.load(id)) + " after its decrement; needs a sem_release)";
+      tb.blocked.kind = BlockedOn::Kind::Semaphore;
+      tb.blocked.id = id;
       return progressed ? Step::Progress : Step::Blocked;
     }
     if (m.race)
@@ -696,7 +695,10 @@ struct Ctx {
   bool flushed() {
     if (!m.port || op.channelType != ChannelType::Port)
       return true;
-    return m.port->flushed(tb, &tb.blockedOn);
+    if (m.port->flushed(tb))
+      return true;
+    tb.blocked.kind = BlockedOn::Kind::PortFlush;
+    return false;
   }
 
   // Handlers named by the op table's Cpu column (PlanEnums.def) that are not shared above.
@@ -765,7 +767,7 @@ TbState makeTbState(const Machine &m, uint32_t r, uint32_t t, uint32_t actor) {
 void finishOp(Machine &m, TbState &s) {
   s.cursor = 0;
   s.arrived = false;
-  s.blockedOn.clear();
+  s.blocked = BlockedOn{};
   s.pc++;
   s.serial++;
   m.opsExecuted++;
@@ -773,12 +775,56 @@ void finishOp(Machine &m, TbState &s) {
 
 void settleTb(Machine &m, TbState &s) { m.opsExecuted += s.settle(s.tb->ops); }
 
-std::string blockedLine(const TbState &s) {
+namespace {
+/// The text of s.blocked, with the machine's counters as they are now.
+std::string describeBlocked(const Machine &m, const TbState &s) {
+  const BlockedOn &b = s.blocked;
+  const RankState &rs = m.ranks[s.rank];
+  switch (b.kind) {
+  case BlockedOn::Kind::None: return "blocked";
+  case BlockedOn::Kind::Signal: {
+    const bool mem = b.channelType == ChannelType::Memory;
+    const auto &list = mem ? m.resolved->gpus[s.rank].memoryChannels : m.resolved->gpus[s.rank].portChannels;
+    const ResolvedChannel &ch = list[b.id];
+    const std::string type(channelTypeName(b.channelType));
+    const auto &sig = mem ? rs.memSignals : rs.portSignals;
+    const auto &wt = mem ? rs.memWaits : rs.portWaits;
+    return "waits for a signal on " + type + " channel " + std::to_string(b.id) + " from rank " +
+           std::to_string(ch.peer) +
+           (ch.peerChannel == kNoChannel ? std::string(" (the peer declares no partner channel)")
+                                         : " (its " + type + " channel " + std::to_string(ch.peerChannel) + ")") +
+           "; received " + std::to_string(sig.load(b.id)) + " signals, " + std::to_string(wt.load(b.id)) + " consumed";
+  }
+  case BlockedOn::Kind::Packet: {
+    const LoweredEntry &e = *b.entry;
+    const uint64_t pkt = m.packetType == PacketType::LL16 ? 16 : 8, at = 2 * e.bytes.offset + b.index * pkt;
+    const uint32_t owner = e.where.kind == Location::Kind::Local ? s.rank : e.where.rank;
+    return "waits for packet " + std::to_string(b.index) + " of " + std::to_string(b.count) + " (flag " +
+           std::to_string(m.flag) + ") of " + b.side + "[" + std::to_string(b.entryIndex) + "] in rank " +
+           std::to_string(owner) + "'s " + bufferWord(e.where.type) + " bytes [" + std::to_string(at) + ", " +
+           std::to_string(at + pkt) + ") (packet region [" + std::to_string(2 * e.bytes.offset) + ", " +
+           std::to_string(2 * e.bytes.end()) + "))";
+  }
+  case BlockedOn::Kind::Barrier: {
+    const cpu::Barrier &bar = rs.barriers.at(b.id);
+    return "waits at barrier " + std::to_string(b.id) + ": " + std::to_string(bar.arrived) + " of " +
+           std::to_string(bar.expected) + " threadblocks arrived";
+  }
+  case BlockedOn::Kind::Semaphore:
+    return "waits to acquire semaphore " + std::to_string(b.id) + " (value " + std::to_string(rs.semaphores.load(b.id)) +
+           " after its decrement; needs a sem_release)";
+  case BlockedOn::Kind::PortFlush: return m.port ? m.port->describePending(s) : "waits for its port transfers";
+  }
+  return "blocked";
+}
+} // namespace
+
+std::string blockedLine(const Machine &m, const TbState &s) {
   const LoweredOp &op = s.tb->ops[s.pc];
   std::string d = opWhere(s, op);
   if (s.inPipe)
     d += " (pipeline iteration " + std::to_string(s.pipeIter) + " of " + std::to_string(s.pipeIters) + ")";
-  d += ": " + (s.blockedOn.empty() ? std::string("blocked") : s.blockedOn);
+  d += ": " + describeBlocked(m, s);
   return d;
 }
 

@@ -92,8 +92,18 @@ void sleepOn(const uint32_t *word, uint32_t seen, long us) {
 #endif
 }
 
+/// Sleep on a blocked wait's signal word, counted in the rank's `sleepers` so that signallers
+/// skip the wake-up syscall while nobody sleeps (CpuOps.cpp signal).
+void sleepOnSignal(uint64_t *sleepers, const TbState &s, long us) {
+  if (sleepers)
+    __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+  sleepOn(s.waitWord, s.waitValue, us);
+  if (sleepers)
+    __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
 struct SegmentLayout {
-  uint64_t abortWord = 0, memSignals = 0, portSignals = 0, input = 0, output = 0, scratch = 0, total = 0;
+  uint64_t abortWord = 0, sleepers = 8, memSignals = 0, portSignals = 0, input = 0, output = 0, scratch = 0, total = 0;
   uint64_t dataBytes = 0; ///< Bytes of the input/output region(s) (zeroed per execute).
 };
 
@@ -187,15 +197,14 @@ public:
     q.isSignal = true;
     push(std::move(q));
   }
-  bool flushed(const TbState &tb, std::string *pending) override {
+  bool flushed(const TbState &tb) override {
+    return completed_[tb.tbIndex].load(std::memory_order_acquire) == issued_[tb.tbIndex].load(std::memory_order_acquire);
+  }
+  std::string describePending(const TbState &tb) override {
     uint64_t i = issued_[tb.tbIndex].load(std::memory_order_acquire);
     uint64_t c = completed_[tb.tbIndex].load(std::memory_order_acquire);
-    if (c == i)
-      return true;
-    if (pending)
-      *pending = "waits for the port proxy to complete its transfers (" + std::to_string(c) + " of " +
-                 std::to_string(i) + " queued puts/signals of this threadblock done)";
-    return false;
+    return "waits for the port proxy to complete its transfers (" + std::to_string(c) + " of " + std::to_string(i) +
+           " queued puts/signals of this threadblock done)";
   }
 
   /// Run what is queued; true when something was done.
@@ -349,7 +358,7 @@ public:
             waiting = &s;
         if (waiting && backoff.n >= 128) {
           ++backoff.n;
-          sleepOn(waiting->waitWord, waiting->waitValue, waiting->waitWoken ? 200 : 20);
+          sleepOnSignal(m_.ranks[rank_].sleepers, *waiting, waiting->waitWoken ? 200 : 20);
         } else {
           backoff.pause();
         }
@@ -420,7 +429,7 @@ private:
           // Sleep on the signal counter until a signaller wakes us (or 200 us: port signals
           // arrive through MPI without a wake).
           ++backoff.n;
-          sleepOn(s.waitWord, s.waitValue, s.waitWoken ? 200 : 20);
+          sleepOnSignal(m_.ranks[rank_].sleepers, s, s.waitWoken ? 200 : 20);
         } else {
           backoff.pause();
         }
@@ -469,7 +478,7 @@ struct DistributedSession::Impl {
   uint8_t *segment = nullptr;
   uint64_t *abortWord = nullptr;
   std::vector<std::string> diags;
-  std::string stoppedIn;
+  uint64_t lastLaunch = 0; // index of the last launch started (stoppedIn())
   double deadline = 0;
   bool hasPortChannels = false;
 
@@ -527,6 +536,7 @@ struct DistributedSession::Impl {
       rs.scratch = seg + l.scratch;
       rs.memSignals = {reinterpret_cast<uint64_t *>(seg + l.memSignals), resolved.gpus[r].memoryChannels.size()};
       rs.portSignals = {reinterpret_cast<uint64_t *>(seg + l.portSignals), resolved.gpus[r].portChannels.size()};
+      rs.sleepers = reinterpret_cast<uint64_t *>(seg + l.sleepers);
     }
     RankState &mine = m.ranks[me];
     mine.memWaits = {waitStorage.data(), mine.memSignals.size()};
@@ -558,6 +568,11 @@ struct DistributedSession::Impl {
     }
   }
 
+  /// "launch 3 (flag 3)": where a run stopped, for reports.
+  std::string stoppedIn() const {
+    return "launch " + std::to_string(lastLaunch + 1) + " (flag " + std::to_string(lastLaunch + 1) + ")";
+  }
+
   // One "execute": zeroed scratch, counters and semaphores, flags from 1 (as CpuExecutor).
   void resetData(const std::function<void(uint8_t *)> &fill) {
     RankState &mine = m.ranks[me];
@@ -580,12 +595,13 @@ struct DistributedSession::Impl {
     for (RankState &rs : m.ranks)
       rs.scratchOffset = (plan.useDoubleScratchBuffer && m.flag % 2 == 0) ? rs.scratchHalf : 0;
     deadline = monotonicSeconds() + dist.timeoutSeconds;
-    stoppedIn = "launch " + std::to_string(launchIndex + 1) + " (flag " + std::to_string(m.flag) + ")";
+    lastLaunch = launchIndex;
     Outcome outcome = Ok;
-    auto check = [&]() -> bool {
+    unsigned checks = 0;
+    auto check = [&]() -> bool { // asked between rounds: the clock only every 64th time
       if (__atomic_load_n(abortWord, __ATOMIC_ACQUIRE) != 0)
         outcome = PeerStopped;
-      else if (monotonicSeconds() > deadline)
+      else if ((++checks & 63) == 0 && monotonicSeconds() > deadline)
         outcome = Timeout;
       return outcome != Ok;
     };
@@ -636,7 +652,7 @@ struct DistributedSession::Impl {
             shm->add(int(r), layouts[r].abortWord, 1);
       for (const TbState &s : pool.states())
         if (!s.done)
-          diags.push_back(cpu::blockedLine(s));
+          diags.push_back(cpu::blockedLine(m, s));
     }
     shm->flushAll();
     return outcome;
@@ -655,7 +671,7 @@ struct DistributedSession::Impl {
       comm.abort(1);
     };
     if (!comm.barrierUntil(monotonicSeconds() + dist.timeoutSeconds + grace))
-      giveUp("the other ranks did not finish " + stoppedIn + " within the timeout of " +
+      giveUp("the other ranks did not finish " + stoppedIn() + " within the timeout of " +
              seconds(dist.timeoutSeconds) + " s (a rank died or hangs)");
     std::vector<std::string> balance;
     if (outcome == Ok)
@@ -663,32 +679,32 @@ struct DistributedSession::Impl {
     uint64_t code = outcome == Ok && !balance.empty() ? uint64_t(Failed) : uint64_t(outcome);
     uint64_t worst = code;
     if (!comm.allReduceMaxUntil(worst, monotonicSeconds() + grace))
-      giveUp("the ranks did not agree on the outcome of " + stoppedIn);
+      giveUp("the ranks did not agree on the outcome of " + stoppedIn());
     if (worst == Ok)
       return;
     if (worst == Timeout)
-      comm.setStopped("size " + std::to_string(o.size) + " timed out in " + stoppedIn);
+      comm.setStopped("size " + std::to_string(o.size) + " timed out in " + stoppedIn());
     if (outcome == Failed && pool->error)
       throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
                            pool->error->diagnostics());
     if (!balance.empty())
       throw ExecutionError(ErrorKind::Misuse,
-                           "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + stoppedIn +
+                           "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + stoppedIn() +
                                " (signal and semaphore counts carry over launches; checked after the last):",
                            balance);
     if (outcome == Timeout)
       throw ExecutionError(ErrorKind::Deadlock,
-                           "rank " + std::to_string(me) + ": " + stoppedIn + " did not finish within " +
+                           "rank " + std::to_string(me) + ": " + stoppedIn() + " did not finish within " +
                                seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
                                " unfinished threadblock(s) (" + proxy->describe() + "):",
                            diags);
     if (outcome == PeerStopped)
       throw ExecutionError(ErrorKind::Misuse,
-                           "rank " + std::to_string(me) + ": stopped in " + stoppedIn +
+                           "rank " + std::to_string(me) + ": stopped in " + stoppedIn() +
                                " because another rank failed (see its report); unfinished threadblocks here:",
                            diags);
     throw ExecutionError(worst == Timeout ? ErrorKind::Deadlock : ErrorKind::Misuse,
-                         "rank " + std::to_string(me) + ": finished " + stoppedIn + ", but another rank " +
+                         "rank " + std::to_string(me) + ": finished " + stoppedIn() + ", but another rank " +
                              (worst == Timeout ? "timed out" : "failed") + " (see its report)");
   }
 

@@ -84,6 +84,9 @@ struct RankState {
   uint64_t scratchHalf = 0;       ///< Bytes of one half (= scratchBytes if not doubled).
   uint64_t scratchOffset = 0;     ///< SO of the current launch.
   Words<uint64_t> memSignals, memWaits, portSignals, portWaits; ///< Per gpu-level channel.
+  /// Threads of this rank asleep on one of its signal words (a futex, Machine::wakeWaiters): a
+  /// signaller wakes the word only when this count is not 0 (null: always wakes).
+  uint64_t *sleepers = nullptr;
   Words<int64_t> semaphores;
   std::vector<int64_t> semaphoreInit;
   std::vector<Barrier> barriers;
@@ -108,11 +111,26 @@ public:
                    uint64_t bytes, std::vector<uint8_t> *owned) = 0;
   /// Queue one signal on `peer`'s port channel `peerChannel`, ordered after this tb's puts.
   virtual void signal(const TbState &tb, uint32_t peer, uint32_t peerChannel) = 0;
-  /// True when every request this tb queued has completed at its target; else sets `pending`.
-  virtual bool flushed(const TbState &tb, std::string *pending) = 0;
+  /// True when every request this tb queued has completed at its target.
+  virtual bool flushed(const TbState &tb) = 0;
+  /// What this tb's unfinished requests are (for a report on a blocked flush).
+  virtual std::string describePending(const TbState &tb) = 0;
 };
 
 enum class Step : uint8_t { Done, Progress, Blocked };
+
+/// What a blocked op waits for: recorded as plain values on every failed step (a wait spins on
+/// it), rendered as text only for a report (blockedLine), with the counters as they are then.
+struct BlockedOn {
+  enum class Kind : uint8_t { None, Signal, Packet, Barrier, Semaphore, PortFlush };
+  Kind kind = Kind::None;
+  plan::ChannelType channelType = plan::ChannelType::None; ///< Signal
+  uint32_t id = 0;                 ///< Signal: gpu-level channel; Barrier: barrier id; Semaphore: id
+  uint64_t index = 0, count = 0;   ///< Packet: packet index of count
+  const LoweredEntry *entry = nullptr; ///< Packet: the entry it reads
+  const char *side = "";           ///< Packet: "src_buff"
+  size_t entryIndex = 0;           ///< Packet: position of the entry in its side
+};
 
 /// One threadblock of a launch: where it is (OpCursor: pc, pipeline iteration) and the progress
 /// of its current op.
@@ -126,7 +144,7 @@ struct TbState : OpCursor {
   bool arrived = false;
   uint64_t barrierGeneration = 0;
   std::vector<int64_t> semOld;    ///< sem_acquire: value each id had when this tb decremented it.
-  std::string blockedOn;          ///< Why the current op is blocked (for deadlock reports).
+  BlockedOn blocked;              ///< Why the current op is blocked (for deadlock reports).
   /// A blocked wait on a signal counter: its low 32 bits and the value seen, so a thread can
   /// sleep on it (futex) until a signaller wakes it (Machine::wakeWaiters). Null otherwise.
   const uint32_t *waitWord = nullptr;
@@ -168,7 +186,7 @@ void settleTb(Machine &m, TbState &s);
 void finishOp(Machine &m, TbState &s);
 /// One report line for a tb that has not finished: "rank R tb T op K (name) at PATH
 /// [(pipeline iteration i of n)]: waits for ...".
-std::string blockedLine(const TbState &s);
+std::string blockedLine(const Machine &m, const TbState &s);
 /// End-of-launch balance problems of rank `r` (semaphores off their init value, channels whose
 /// signals and waits differ), one line each.
 std::vector<std::string> balanceProblems(const Machine &m, uint32_t r);
