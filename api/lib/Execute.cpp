@@ -354,13 +354,9 @@ void checkReduceOp(const plan::Plan &p, plan::ReduceOp redop) {
 
 /// In place by the nccl-tests conventions of the plan's collective (Executor.h RankBuffers).
 bool isInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
-  auto *s = static_cast<const uint8_t *>(a.send);
-  auto *r = static_cast<const uint8_t *>(a.recv);
-  switch (runtime::collectiveKind(p.collective)) {
-  case runtime::CollectiveKind::AllGather: return s == r + uint64_t(rank) * a.sendBytes;
-  case runtime::CollectiveKind::ReduceScatter: return r == s + uint64_t(rank) * a.recvBytes;
-  default: return s == r;
-  }
+  const auto l = runtime::inPlaceLayout(runtime::collectiveKind(p.collective), rank, a.sendBytes, a.recvBytes);
+  // send and recv are where the layout puts them in one buffer (compared as addresses).
+  return reinterpret_cast<uintptr_t>(a.send) - l.input == reinterpret_cast<uintptr_t>(a.recv) - l.output;
 }
 
 /// An in-place-only plan (`"inplace": true`) writes its result through the input buffer: with
@@ -371,11 +367,7 @@ void checkInPlace(const plan::Plan &p, uint32_t rank, const CallArgs &a) {
   std::ostringstream os;
   os << "execute: the " << p.collective << " plan `" << p.name.value_or("(unnamed)") << "` runs in place only (\"inplace\": true), but rank "
      << rank << " passes distinct buffers (send " << a.send << ", recv " << a.recv << "); in place means "
-     << (runtime::collectiveKind(p.collective) == runtime::CollectiveKind::AllGather
-             ? "send == recv + rank * send_bytes"
-             : runtime::collectiveKind(p.collective) == runtime::CollectiveKind::ReduceScatter
-                   ? "recv == send + rank * recv_bytes"
-                   : "send == recv")
+     << runtime::inPlaceRule(runtime::collectiveKind(p.collective))
      << "; pass in-place buffers or use an out-of-place plan";
   throw Error(ErrorCode::InvalidArgument, os.str());
 }
@@ -616,7 +608,7 @@ struct Executor::Impl {
     const uint64_t e = plan::dataTypeBytes(a.dtype);
     const uint64_t inBytes = m.rowSum(uint32_t(rank)) * e, outBytes = m.colSum(uint32_t(rank)) * e;
     runtime::DistributedSession &session = *it->session;
-    session.execute([&](uint8_t *input) { if (inBytes) std::memcpy(input, a.send, inBytes); }, 0, 1);
+    session.executeNext([&](uint8_t *input) { if (inBytes) std::memcpy(input, a.send, inBytes); });
     if (outBytes)
       std::memcpy(a.recv, session.output(), outBytes);
   }
@@ -703,7 +695,7 @@ struct Executor::Impl {
       it = sessions.begin();
     }
     runtime::DistributedSession &session = *it->session;
-    session.execute([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); }, 0, 1);
+    session.executeNext([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); });
     std::memcpy(a.recv, session.output(), a.recvBytes);
   }
 };

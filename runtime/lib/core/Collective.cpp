@@ -25,9 +25,10 @@ struct CollectiveRow {
   Reduces reduces;
   BusBw busBw;
   Blocks in, out;
+  InPlace inPlace;
 };
 constexpr CollectiveRow kCollectives[] = {
-#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O},
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P},
 #include "msccl/runtime/Collectives.def"
 };
 const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
@@ -45,6 +46,28 @@ std::string_view collectiveName(CollectiveKind kind) { return row(kind).name; }
 Reduces collectiveReduces(CollectiveKind kind) { return row(kind).reduces; }
 
 BufferBlocks collectiveBlocks(CollectiveKind kind) { return {row(kind).in, row(kind).out}; }
+
+InPlace collectiveInPlace(CollectiveKind kind) { return row(kind).inPlace; }
+
+InPlaceLayout inPlaceLayout(CollectiveKind kind, uint32_t rank, uint64_t in, uint64_t out) {
+  switch (row(kind).inPlace) {
+  case InPlace::InputInOutput: return {uint64_t(rank) * in, 0, out};
+  case InPlace::OutputInInput: return {0, uint64_t(rank) * out, in};
+  case InPlace::Same:
+  case InPlace::Unknown: break;
+  }
+  return {0, 0, std::max(in, out)};
+}
+
+std::string_view inPlaceRule(CollectiveKind kind) {
+  switch (row(kind).inPlace) {
+  case InPlace::InputInOutput: return "send == recv + rank * send_bytes";
+  case InPlace::OutputInInput: return "recv == send + rank * recv_bytes";
+  case InPlace::Same:
+  case InPlace::Unknown: break;
+  }
+  return "send == recv";
+}
 
 double busBandwidthFactor(CollectiveKind kind, uint32_t n) {
   if (n == 0)

@@ -64,8 +64,6 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
   const uint32_t n = uint32_t(plan.gpus.size());
   const CollectiveKind kind = collectiveKind(plan.collective);
 
-  const bool aliasAG = rep.inPlace && kind == CollectiveKind::AllGather;
-  const bool aliasRS = rep.inPlace && kind == CollectiveKind::ReduceScatter;
   std::vector<DeviceBuffer> allocs;
   struct Guard {
     Executor &ex;
@@ -78,11 +76,11 @@ RunReport runCollective(Executor &ex, const Plan &plan, const RunOptions &o) {
   std::vector<RankBuffers> bufs(n);
   for (uint32_t r = 0; r < n; ++r) {
     if (rep.inPlace) {
-      uint64_t bytes = aliasAG ? ms->outputBytes : aliasRS ? ms->inputBytes : std::max(ms->inputBytes, ms->outputBytes);
-      allocs.push_back(ex.allocate(bytes));
+      const InPlaceLayout l = inPlaceLayout(kind, r, ms->inputBytes, ms->outputBytes);
+      allocs.push_back(ex.allocate(l.bytes));
       auto *base = static_cast<uint8_t *>(allocs.back().ptr);
-      bufs[r].input = aliasAG ? base + uint64_t(r) * ms->inputBytes : base;
-      bufs[r].output = aliasRS ? base + uint64_t(r) * ms->outputBytes : base;
+      bufs[r].input = base + l.input;
+      bufs[r].output = base + l.output;
     } else {
       allocs.push_back(ex.allocate(ms->inputBytes));
       bufs[r].input = allocs.back().ptr;

@@ -115,12 +115,11 @@ SegmentLayout layoutFor(const ResolvedPlan &resolved, const LoweredPlan &lowered
   l.portSignals = l.memSignals + 8 * resolved.gpus[r].memoryChannels.size();
   uint64_t data = align64(l.portSignals + 8 * resolved.gpus[r].portChannels.size());
   if (inPlace) {
-    const bool ag = kind == CollectiveKind::AllGather, rs = kind == CollectiveKind::ReduceScatter;
-    uint64_t bytes = ag ? ms.outputBytes : rs ? ms.inputBytes : std::max(ms.inputBytes, ms.outputBytes);
-    l.input = ag ? data + uint64_t(r) * ms.inputBytes : data;
-    l.output = rs ? data + uint64_t(r) * ms.outputBytes : data;
-    l.dataBytes = bytes;
-    l.scratch = align64(data + bytes);
+    const InPlaceLayout a = inPlaceLayout(kind, r, ms.inputBytes, ms.outputBytes);
+    l.input = data + a.input;
+    l.output = data + a.output;
+    l.dataBytes = a.bytes;
+    l.scratch = align64(data + a.bytes);
   } else {
     l.input = data;
     l.output = align64(data + ms.inputBytes);
@@ -479,6 +478,7 @@ struct DistributedSession::Impl {
   uint64_t *abortWord = nullptr;
   std::vector<std::string> diags;
   uint64_t lastLaunch = 0; // index of the last launch started (stoppedIn())
+  uint64_t nextLaunch = 0; // executeNext: launches so far
   double deadline = 0;
   bool hasPortChannels = false;
 
@@ -708,6 +708,44 @@ struct DistributedSession::Impl {
                              (worst == Timeout ? "timed out" : "failed") + " (see its report)");
   }
 
+  // DistributedSession::executeNext.
+  void executeNext(const std::function<void(uint8_t *)> &fill) {
+    if (!comm.stopped().empty())
+      throw ExecutionError(ErrorKind::Deadlock, "not run: " + comm.stopped());
+    if (nextLaunch == 0) {
+      resetData(fill);
+      comm.barrier();
+    } else {
+      if (__atomic_load_n(abortWord, __ATOMIC_ACQUIRE) != 0) {
+        comm.setStopped("another rank failed in an earlier call (see its report)");
+        throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": not run: " + comm.stopped());
+      }
+      fill(m.ranks[me].input);
+    }
+    diags.clear();
+    const Outcome outcome = launch(nextLaunch++);
+    if (outcome == Ok)
+      return;
+    for (uint32_t r = 0; r < n; ++r) // every rank stops waiting for this one (or refuses its next call)
+      if (r != me)
+        shm->add(int(r), layouts[r].abortWord, 1);
+    shm->flushAll();
+    comm.setStopped("rank " + std::to_string(me) + " stopped in " + stoppedIn());
+    if (outcome == Failed && pool->error)
+      throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
+                           pool->error->diagnostics());
+    if (outcome == Timeout)
+      throw ExecutionError(ErrorKind::Deadlock,
+                           "rank " + std::to_string(me) + ": " + stoppedIn() + " did not finish within " +
+                               seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
+                               " unfinished threadblock(s) (" + proxy->describe() + "):",
+                           diags);
+    throw ExecutionError(ErrorKind::Misuse,
+                         "rank " + std::to_string(me) + ": stopped in " + stoppedIn() +
+                             " because another rank failed (see its report); unfinished threadblocks here:",
+                         diags);
+  }
+
   double execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
     // Set (the same on every rank) once a launch of this job timed out: later runs do not start,
     // so a sweep over a deadlocking plan ends after one timeout instead of one per size.
@@ -738,6 +776,7 @@ double DistributedSession::execute(const std::function<void(uint8_t *input)> &fi
                                    unsigned iterations) {
   return impl_->execute(fill, warmup, iterations);
 }
+void DistributedSession::executeNext(const std::function<void(uint8_t *input)> &fill) { impl_->executeNext(fill); }
 const uint8_t *DistributedSession::output() const { return impl_->m.ranks[impl_->me].output; }
 
 RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,

@@ -13,6 +13,8 @@
 namespace msccl::verify::detail {
 using namespace msccl::plan;
 using runtime::CollectiveKind;
+using runtime::InPlace;
+using runtime::collectiveInPlace;
 
 bool Verifier::setup() {
   n_ = uint32_t(plan_.gpus.size());
@@ -59,11 +61,11 @@ bool Verifier::setup() {
     inUnitsMax_ = std::max(inUnitsMax_, rr.inUnits);
     rr.outBase = a;
     a += rr.outUnits;
-    if (inplace_ && (kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllToAll) &&
-        g.inputChunks == g.outputChunks) {
+    const InPlace alias = inplace_ ? collectiveInPlace(kind_) : InPlace::Unknown; // Collectives.def
+    if (alias == InPlace::Same && g.inputChunks == g.outputChunks) {
       rr.inAliasesOut = true;
       rr.inAliasOffset = 0;
-    } else if (inplace_ && kind_ == CollectiveKind::AllGather && g.outputChunks == uint64_t(n_) * g.inputChunks) {
+    } else if (alias == InPlace::InputInOutput && g.outputChunks == uint64_t(n_) * g.inputChunks) {
       rr.inAliasesOut = true;
       rr.inAliasOffset = uint64_t(r) * rr.inUnits;
     }
@@ -73,7 +75,7 @@ bool Verifier::setup() {
     } else {
       rr.inBase = rr.outBase + rr.inAliasOffset;
     }
-    if (inplace_ && kind_ == CollectiveKind::ReduceScatter && g.inputChunks == uint64_t(n_) * g.outputChunks) {
+    if (alias == InPlace::OutputInInput && g.inputChunks == uint64_t(n_) * g.outputChunks) {
       // The output is input block r: give the output the input's addresses.
       rr.outAliasesIn = true;
       rr.outAliasOffset = uint64_t(r) * rr.outUnits;

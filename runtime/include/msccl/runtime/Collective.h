@@ -32,7 +32,7 @@ namespace msccl::runtime {
 
 /// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
 enum class CollectiveKind : uint8_t {
-#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks) Kind,
+#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace) Kind,
 #include "msccl/runtime/Collectives.def"
 };
 
@@ -57,6 +57,20 @@ struct BufferBlocks {
 };
 /// The table's block structure of `kind`'s input and output buffers.
 BufferBlocks collectiveBlocks(CollectiveKind kind);
+
+/// How an in-place call of a collective aliases its buffers (Collectives.def InPlace).
+enum class InPlace : uint8_t { Same, InputInOutput, OutputInInput, Unknown };
+InPlace collectiveInPlace(CollectiveKind kind);
+/// Where the input and the output of rank `rank`'s in-place call sit in its one buffer, in bytes
+/// from its start, and that buffer's size, for S_in/S_out bytes: Same and Unknown {0, 0,
+/// max(S_in, S_out)}; InputInOutput {rank*S_in, 0, S_out}; OutputInInput {0, rank*S_out, S_in}.
+struct InPlaceLayout {
+  uint64_t input = 0, output = 0, bytes = 0;
+};
+InPlaceLayout inPlaceLayout(CollectiveKind kind, uint32_t rank, uint64_t inputBytes, uint64_t outputBytes);
+/// The rule in the API's words: "send == recv + rank * send_bytes", "recv == send + rank *
+/// recv_bytes" or "send == recv".
+std::string_view inPlaceRule(CollectiveKind kind);
 
 /// Per-rank message sizes in bytes for nccl-tests size S.
 struct MessageSizes {

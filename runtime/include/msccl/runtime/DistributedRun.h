@@ -63,6 +63,16 @@ public:
   /// launches run. Returns the seconds of the timed launches, the maximum over ranks. Throws
   /// ExecutionError (Deadlock, Misuse, ...) the same on every rank.
   double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations);
+  /// One application call (libmsccl's Executor): the next launch of this session, with no
+  /// collective round between calls. The first call starts from zeroed memory after a barrier,
+  /// as execute does; later ones carry the state over as the launches of one execute do (signal
+  /// counts, LL flags, the double-scratch half), with this rank's input written by `fill` just
+  /// before its launch, as a host writes between two kernels (the plans the verifier proves order
+  /// that with their ready handshake). A failed or timed-out launch sets every other rank's abort
+  /// word and throws here (ExecutionError Misuse/Deadlock); a rank whose launch had finished
+  /// refuses its next call (Misuse) and the communicator is stopped. Use one of execute and
+  /// executeNext per session.
+  void executeNext(const std::function<void(uint8_t *input)> &fill);
   /// This rank's output (S_out bytes), valid until the next execute.
   const uint8_t *output() const;
 
