@@ -1,4 +1,4 @@
-// Every stdlib collective at every element count from 1 to 1100 and at a few large odd counts, in
+// Every stdlib collective (Broadcast and Reduce with root 0) at every element count from 1 to 1100 and at a few large odd counts, in
 // and out of place, on a local communicator (CPU backend): the plans' chunks divide few of these
 // counts, so most run with uneven chunks (runtime/UnevenChunks.h). Each output element is compared
 // with the collective's end state computed here. Packet plans cut only blocks of a multiple of
@@ -38,6 +38,10 @@ constexpr Algo kAlgos[] = {
     {"alltoall/allpairs", "alltoall", 4, 0, false},
     {"alltoall/multinode", "alltoall", 8, 4, false},
     {"sendrecv/pairs", "sendrecv", 4, 0, false},
+    {"broadcast/chain", "broadcast", 4, 0, false},
+    {"broadcast/tree", "broadcast", 5, 0, false},
+    {"reduce/chain", "reduce", 4, 0, false},
+    {"reduce/tree", "reduce", 5, 0, false},
 };
 
 float inputValue(uint32_t rank, size_t i) { return float(rank * 7 + i % 61); }
@@ -95,7 +99,14 @@ std::vector<ErrorCode> runOnce(Executor &ex, const Algo &a, const PlanPtr &plan,
           want += inputValue(q, r * count + i);
       else if (c == "alltoall")
         want = inputValue(uint32_t(i / count), r * count + i % count);
-      else // sendrecv: rank r's output is rank r-1's input
+      else if (c == "broadcast")
+        want = inputValue(0, i);
+      else if (c == "reduce") {
+        if (r != 0)
+          break; // only the root's output is defined
+        for (uint32_t q = 0; q < n; ++q)
+          want += inputValue(q, i);
+      } else // sendrecv: rank r's output is rank r-1's input
         want = inputValue((r + n - 1) % n, i);
       if (recvPtr[r][i] != want) {
         firstWrong = "rank " + std::to_string(r) + " element " + std::to_string(i) + ": " +

@@ -28,6 +28,10 @@ def main():
     # AllToAllV (symbolic sizes) for grouped send/recv sets with unequal counts.
     subprocess.run([a.mscclc, "stdlib:alltoallv/allpairs", "-o", os.path.join(plans, "alltoallv_allpairs.json"),
                     "-D", "ranks=4"], check=True)
+    # Broadcast and Reduce (root 0).
+    for algo in ["broadcast/tree", "reduce/chain"]:
+        subprocess.run([a.mscclc, "stdlib:" + algo, "-o", os.path.join(plans, algo.replace("/", "_") + ".json"),
+                        "-D", "ranks=4", "-D", "inplace=false"], check=True)
     # Two-rank AllReduce for the communicators ncclCommSplit makes.
     subprocess.run([a.mscclc, "stdlib:allreduce/ring", "-o", os.path.join(plans, "allreduce_ring2.json"), "-D", "ranks=2",
                     "-D", "inplace=false"], check=True)
@@ -89,6 +93,9 @@ def main():
         if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 2 send/recv call\(s\): NCCL \(no (send to|receive from) rank"
                          % rank, p.stderr):
             problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
+        for api, nbytes, plan in [("ncclBroadcast", 4004, "broadcast_tree"), ("ncclReduce", 3108, "reduce_chain")]:
+            if not re.search(r"MSCCL INFO rank %d: %s %d bytes float32: plan %s " % (rank, api, nbytes, plan), p.stderr):
+                problems.append("rank %d's %s (root 0) did not run plan %s" % (rank, api, plan))
         if not re.search(r"MSCCL INFO rank \d: ncclAllReduce 16384 bytes float32: plan allreduce_ring2 ", p.stderr):
             problems.append("the split communicators' allreduce did not run the 2-rank plan")
         for what in ["16384 bytes float32: plan", "16384 bytes int32: plan"]:

@@ -165,6 +165,22 @@ int main(int argc, char **argv) {
                  (float)((int)j * 100000 + rank * 1000 + (int)i));
   }
 
+  /* Broadcast and Reduce from/to root 0 through plans (odd counts: uneven chunks). */
+  {
+    const size_t B = 1001, Rc = 777;
+    for (size_t i = 0; i < B; ++i)
+      send[i] = (float)(rank * 1000 + (int)i), recv[i] = -1.f;
+    NCCLCHECK(ncclBroadcast(send, recv, B, ncclFloat32, 0, comm, stream));
+    for (size_t i = 0; i < B; ++i)
+      expectEq("broadcast", i, recv[i], (float)i);
+    for (size_t i = 0; i < Rc; ++i)
+      send[i] = (float)(rank + (int)(i % 9)), recv[i] = -1.f;
+    NCCLCHECK(ncclReduce(send, recv, Rc, ncclFloat32, ncclSum, 0, comm, stream));
+    if (rank == 0)
+      for (size_t i = 0; i < Rc; ++i)
+        expectEq("reduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 9)));
+  }
+
   /* ncclAvg (float32 and int32: the sum divided by the rank count, truncated for integers) and a
      PreMulSum whose scalar every rank shares, through the allreduce plan. */
   {

@@ -91,7 +91,8 @@ struct SType {
 
 bool isCollectiveClass(ClassId c) {
   return c == ClassId::AllReduce || c == ClassId::AllGather || c == ClassId::ReduceScatter ||
-         c == ClassId::AllToAll || c == ClassId::AllToAllV || c == ClassId::SendRecv || c == ClassId::TestCollective;
+         c == ClassId::AllToAll || c == ClassId::AllToAllV || c == ClassId::SendRecv || c == ClassId::Broadcast ||
+         c == ClassId::Reduce || c == ClassId::TestCollective;
 }
 
 /// Whether a value of static type `t` can be passed where `p` is expected (Unknown: yes).

@@ -283,6 +283,8 @@ Value Interp::construct(const CallExpr *c) {
       MSCCL_COLLECTIVE_CTOR(ReduceScatter, reduceScatter)
       MSCCL_COLLECTIVE_CTOR(AllToAll, allToAll)
       MSCCL_COLLECTIVE_CTOR(SendRecv, sendRecv)
+      MSCCL_COLLECTIVE_CTOR(Broadcast, broadcast)
+      MSCCL_COLLECTIVE_CTOR(Reduce, reduce)
 #undef MSCCL_COLLECTIVE_CTOR
     case ClassId::AllToAllV: {
       CTOR_PARAMS(AllToAllV);

@@ -66,6 +66,8 @@ Collective Collective::allToAllV(int64_t n, int64_t maxBlock) {
   return c;
 }
 Collective Collective::sendRecv(int64_t n, int64_t cf, bool inplace) { return makeCollective("sendrecv", n, cf, inplace, cf, cf); }
+Collective Collective::broadcast(int64_t n, int64_t cf, bool inplace) { return makeCollective("broadcast", n, cf, inplace, cf, cf); }
+Collective Collective::reduce(int64_t n, int64_t cf, bool inplace) { return makeCollective("reduce", n, cf, inplace, cf, cf); }
 Collective Collective::testCollective(int64_t n, int64_t in, int64_t out) { return makeCollective("test", n, 1, false, in, out); }
 
 // --- rank.py BaseBuffer.__getitem__ -----------------------------------------------------

@@ -296,6 +296,8 @@ void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count
   case CollectiveKind::AllReduce: gen(0, 0, first, count); break;
   case CollectiveKind::ReduceScatter: gen(0, 0, uint64_t(rank) * outCount_ + first, count); break;
   case CollectiveKind::SendRecv: gen(0, (rank + n - 1) % n, first, count); break;
+  case CollectiveKind::Broadcast: gen(0, 0, first, count); break;
+  case CollectiveKind::Reduce: gen(0, 0, first, count); break; // the root's; check() skips the others
   case CollectiveKind::AllGather:
   case CollectiveKind::AllToAll: {
     // allgather: element i is input element i % S_in of rank i / S_in; alltoall: element i is
@@ -334,12 +336,13 @@ void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count
 }
 
 void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes) {
-  if (kind_ == CollectiveKind::Other)
+  if (kind_ == CollectiveKind::Other || (kind_ == CollectiveKind::Reduce && rank != 0)) // Reduce: the root's alone
     return;
   const uint64_t es = dataTypeBytes(type_);
   const uint64_t first = offset / es, count = bytes / es;
   result_.elements += count;
-  const bool sameForAllRanks = kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllGather;
+  const bool sameForAllRanks = kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllGather ||
+                               kind_ == CollectiveKind::Broadcast;
   if (!haveBlock_ || blockFirst_ != first || blockCount_ != count || (!sameForAllRanks && blockRank_ != rank)) {
     expectedValues(rank, first, count);
     haveBlock_ = true;

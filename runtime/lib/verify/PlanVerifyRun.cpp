@@ -43,6 +43,18 @@ void Verifier::checkPostcondition(uint32_t r) {
       if (in != out) goto shape;
       exp.push_back(contrib((r + n_ - 1) % n_, u));
       break;
+    case CollectiveKind::Broadcast:
+      if (in != out) goto shape;
+      exp.push_back(contrib(0, u));
+      break;
+    case CollectiveKind::Reduce:
+      if (in != out) goto shape;
+      if (r != 0) { // only the root's output is defined
+        res_.postconditionChecked = true;
+        return;
+      }
+      for (uint32_t s = 0; s < n_; ++s) exp.push_back(contrib(s, u));
+      break;
     case CollectiveKind::Other: return;
     }
     std::sort(exp.begin(), exp.end());

@@ -23,7 +23,7 @@
         keyword: ["and","break","continue","else","fn","for","if","import","in","let","not","or","param","program","return","with"],
         literal: ["false","none","true"],
         built_in: ["Check","abs","assert","chunk","error","len","list","max","min","print","range","rank","str"],
-        type: ["AllGather","AllReduce","AllToAll","AllToAllV","Buffer","BufferType","ChannelType","DataFormat","LoopIterationContext","MemoryChannel","PortChannel","Rank","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
+        type: ["AllGather","AllReduce","AllToAll","AllToAllV","Broadcast","Buffer","BufferType","ChannelType","DataFormat","LoopIterationContext","MemoryChannel","PortChannel","Rank","Reduce","ReduceOperationType","ReduceScatter","ReplicationPolicy","Semaphore","SendRecv","SwitchChannel","SyncType","TestCollective","ThreadBlockGroup"],
       },
       contains: [
         hljs.C_LINE_COMMENT_MODE,

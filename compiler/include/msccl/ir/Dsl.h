@@ -100,7 +100,7 @@ enum class ReplicationPolicy : uint8_t { Interleaved, None };
 /// (Python accepts them; deliberate deviation), for num_ranks < 1 or above kMaxRanks, and when
 /// a chunk count (num_ranks * chunk_factor) does not fit in 64 bits (Python has no limits).
 struct Collective {
-  std::string name;        ///< "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "test"
+  std::string name;        ///< "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "broadcast", "reduce", "test"
   int64_t numRanks = 0;
   int64_t chunkFactor = 1;
   bool inplace = false;    ///< Only metadata in the plan.
@@ -124,6 +124,10 @@ struct Collective {
   static Collective allToAllV(int64_t numRanks, int64_t maxBlock);
   /// SendRecv: input = output = cf.
   static Collective sendRecv(int64_t numRanks, int64_t chunkFactor, bool inplace);
+  /// Broadcast from rank 0: input = output = cf.
+  static Collective broadcast(int64_t numRanks, int64_t chunkFactor, bool inplace);
+  /// Reduce to rank 0: input = output = cf (only rank 0's output is defined).
+  static Collective reduce(int64_t numRanks, int64_t chunkFactor, bool inplace);
   /// TestCollective(num_ranks, input_size, output_size): inplace always false, name "test".
   static Collective testCollective(int64_t numRanks, int64_t inputSize, int64_t outputSize);
 };

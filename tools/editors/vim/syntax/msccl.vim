@@ -29,9 +29,9 @@ syn keyword mscclBoolean false true
 syn match mscclNone "\<none\>"
 
 " Builtins (compiler/include/msccl/elab/Builtins.def).
-syn keyword mscclClass AllGather AllReduce AllToAll AllToAllV Buffer LoopIterationContext MemoryChannel
-syn keyword mscclClass PortChannel Rank ReduceScatter Semaphore SendRecv SwitchChannel TestCollective
-syn keyword mscclClass ThreadBlockGroup
+syn keyword mscclClass AllGather AllReduce AllToAll AllToAllV Broadcast Buffer LoopIterationContext
+syn keyword mscclClass MemoryChannel PortChannel Rank Reduce ReduceScatter Semaphore SendRecv SwitchChannel
+syn keyword mscclClass TestCollective ThreadBlockGroup
 syn keyword mscclEnum BufferType ChannelType DataFormat ReduceOperationType ReplicationPolicy
 syn keyword mscclEnum SyncType
 syn match mscclBuiltinFunction "\<\%(assert\|Check\|chunk\|error\|print\|range\|list\|rank\|abs\|len\|max\|min\|str\)\>\ze\s*("
