@@ -556,6 +556,11 @@ template <class F> ncclResult_t dispatch(ncclComm_t comm, const Call &call, F fo
   Comm *c = ours(comm);
   if (!c)
     return failWith(nullptr, ncclInvalidArgument, std::string(call.api) + ": not a communicator");
+  if (call.messageBytes == 0) { // count 0: nothing to do on any rank (NCCL returns at once too)
+    if (infoLogging())
+      logLine("rank %d: %s 0 bytes: nothing to do", c->rank, call.api);
+    return ncclSuccess;
+  }
   std::string why;
   ncclResult_t rc;
   if (runPlanned(*c, call, why, rc))

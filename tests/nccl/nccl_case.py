@@ -61,7 +61,7 @@ def main():
             problems.append("not in the stand-in's log: " + line[8:])
     # Planned calls stay with us: the stand-in saw no float32 sum allreduce of 4096, etc.
     for s in standin:
-        if re.search(r"ncclAllReduce .* count=(4096|4001) ", s) or re.search(r"ncclAlltoAll ", s) or \
+        if re.search(r"ncclAllReduce .* count=(4096|4001|0) ", s) or re.search(r"ncclAlltoAll ", s) or \
            re.search(r"ncclReduceScatter ", s) or re.search(r"ncclAllGather ", s):
             problems.append("a planned call reached NCCL: " + s)
     # The forwarded float64 allreduce of the client's group reached NCCL inside a real group.
@@ -93,6 +93,8 @@ def main():
         if not re.search(r"MSCCL INFO rank %d: ncclGroupEnd: 2 send/recv call\(s\): NCCL \(no (send to|receive from) rank"
                          % rank, p.stderr):
             problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
+        if len(re.findall(r"MSCCL INFO rank %d: nccl(AllReduce|AllGather) 0 bytes: nothing to do" % rank, p.stderr)) != 2:
+            problems.append("rank %d's count-0 calls were not answered at once" % rank)
         for api, nbytes, plan in [("ncclBroadcast", 4004, "broadcast_tree"), ("ncclReduce", 3108, "reduce_chain")]:
             if not re.search(r"MSCCL INFO rank %d: %s %d bytes float32: plan %s " % (rank, api, nbytes, plan), p.stderr):
                 problems.append("rank %d's %s (root 0) did not run plan %s" % (rank, api, plan))

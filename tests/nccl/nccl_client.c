@@ -165,6 +165,15 @@ int main(int argc, char **argv) {
                  (float)((int)j * 100000 + rank * 1000 + (int)i));
   }
 
+  /* Count 0 (a DDP bucket can be empty): success, nothing moves, NCCL is not asked. */
+  recv[0] = -7.f;
+  NCCLCHECK(ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, comm, stream));
+  NCCLCHECK(ncclAllGather(send, recv, 0, ncclFloat32, comm, stream));
+  if (recv[0] != -7.f) {
+    fprintf(stderr, "rank %d: a count-0 call wrote the buffer\n", rank);
+    ++failures;
+  }
+
   /* Broadcast and Reduce from/to root 0 through plans (odd counts: uneven chunks). */
   {
     const size_t B = 1001, Rc = 777;
