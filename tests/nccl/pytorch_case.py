@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""pytorch_case.py - the PyTorch-shaped NCCL client under the shim, plans only (nccl.pytorch).
+
+Compiles the stdlib plans a 4-rank PyTorch job needs (in place and out of place where it makes both
+kinds of call, 2-rank plans for its split communicators), runs tests/nccl/pytorch_client.c under
+`mpirun -np 4` with LD_PRELOAD=libmsccl_nccl.so MSCCL_BACKEND=cpu MSCCL_DEBUG=INFO and no real NCCL
+(MSCCL_NCCL_LIB_PATH names a file that does not exist), and checks: the client found every result
+right and every call returned success (a call no plan takes would fail: there is no NCCL to go
+to), MSCCL_DEBUG shows a plan for every collective call of every rank and no fallback."""
+import argparse, os, re, subprocess, sys, tempfile
+
+# (stdlib algorithm, defines, file name)
+PLANS = [
+    ("allreduce/allpairs", ["ranks=4", "inplace=true"], "allreduce_ip.json"),
+    ("allreduce/allpairs", ["ranks=4", "inplace=false"], "allreduce_oop.json"),
+    ("allreduce/ring", ["ranks=2", "inplace=false"], "allreduce_tp.json"),
+    ("broadcast/tree", ["ranks=4", "inplace=true"], "broadcast_ip.json"),
+    ("reduce/tree", ["ranks=4", "inplace=false"], "reduce.json"),
+    ("alltoall/allpairs", ["ranks=4", "inplace=false"], "alltoall.json"),
+    ("alltoallv/allpairs", ["ranks=4"], "alltoallv.json"),
+]
+
+# Collective calls the client makes per rank, by MSCCL_DEBUG line (the plan named by its file):
+# (pattern, lines per world rank 0..3). The split communicators' ranks are 0 and 1 in each pair,
+# so their allreduce shows twice under ranks 0 and 1.
+EXPECTED = [
+    (r"ncclBroadcast 4028 bytes float32 in-place: plan \S+ \(\S*/broadcast_ip\.json\)", [1, 1, 1, 1]),
+    (r"ncclAllReduce 8000 bytes float32: plan \S+ \(\S*/allreduce_tp\.json\)", [2, 2, 0, 0]),
+    (r"ncclAllReduce 16372 bytes float32 in-place: plan \S+ \(\S*/allreduce_ip\.json\)", [1, 1, 1, 1]),
+    (r"ncclAllReduce 4 bytes float32 in-place: plan \S+ \(\S*/allreduce_ip\.json\)", [1, 1, 1, 1]),
+    (r"ncclAllReduce 3108 bytes float32 in-place: plan \S+ \(\S*/allreduce_ip\.json\)", [1, 1, 1, 1]),
+    (r"ncclAllReduce 4096 bytes float32: plan \S+ \(\S*/allreduce_oop\.json\)", [1, 1, 1, 1]),
+    (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAllV: plan \S+ \(\S*/alltoallv\.json\)", [1, 1, 1, 1]),
+    (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAll: plan \S+ \(\S*/alltoall\.json\)", [1, 1, 1, 1]),
+    (r"ncclReduce 132 bytes float32: plan \S+ \(\S*/reduce\.json\)", [1, 1, 1, 1]),
+]
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mscclc", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--preload", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="nccl-pytorch-")
+    plans = os.path.join(tmp, "plans")
+    os.mkdir(plans)
+    for algo, defines, name in PLANS:
+        cmd = [a.mscclc, "stdlib:" + algo, "-o", os.path.join(plans, name)]
+        for d in defines:
+            cmd += ["-D", d]
+        subprocess.run(cmd, check=True)
+    env = dict(os.environ)
+    env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_DEBUG="INFO",
+               MSCCL_NCCL_LIB_PATH=os.path.join(tmp, "no-such-libnccl.so.2"), MSCCL_TIMEOUT="60")
+    cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
+    for k in ["LD_PRELOAD", "MSCCL_BACKEND", "MSCCL_PLANS", "MSCCL_DEBUG", "MSCCL_NCCL_LIB_PATH", "MSCCL_TIMEOUT"]:
+        cmd += ["-x", k]
+    env["LD_PRELOAD"] = a.preload
+    p = subprocess.run(cmd + [a.client], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=240)
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    problems = []
+    if p.returncode != 0:
+        problems.append("the client failed (exit %d)" % p.returncode)
+    m = re.search(r"pytorch_client: (\d+) calls, (\d+) failure\(s\)", p.stdout)
+    if not m or m.group(2) != "0":
+        problems.append("the client's result checks did not all pass")
+    for rank in range(4):
+        for pattern, counts in EXPECTED:
+            got = len(re.findall(r"MSCCL INFO rank %d: %s" % (rank, pattern), p.stderr))
+            count = counts[rank]
+            if got != count:
+                problems.append("rank %d: %d line(s) of `%s`, expected %d" % (rank, got, pattern, count))
+    fallbacks = re.findall(r"MSCCL INFO rank \d: \S+ .*: NCCL \(.*", p.stderr)
+    if fallbacks:
+        problems.append("calls went to NCCL: " + "; ".join(fallbacks[:4]))
+    for pr in problems:
+        print("FAIL: " + pr)
+    print("%d problem(s)" % len(problems))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
