@@ -21,6 +21,8 @@
 #include "msccl/runtime/Counts.h"
 #include "msccl/runtime/DistributedRun.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -413,6 +415,27 @@ struct Executor::Impl {
     std::unique_ptr<runtime::DistributedSession> session;
   };
   std::list<Session> sessions; ///< Most recently used first; at most kMaxSessions.
+
+  // Executor::abort: set from any thread; every live session's abort is called under the mutex.
+  std::atomic<bool> aborted{false};
+  std::mutex liveMu;
+  std::vector<runtime::DistributedSession *> live;
+  void track(runtime::DistributedSession *s, bool add) {
+    std::lock_guard<std::mutex> lock(liveMu);
+    if (add) {
+      live.push_back(s);
+      if (aborted.load())
+        s->abort();
+    } else {
+      live.erase(std::remove(live.begin(), live.end(), s), live.end());
+    }
+  }
+  void abortAll() {
+    aborted.store(true);
+    std::lock_guard<std::mutex> lock(liveMu);
+    for (runtime::DistributedSession *s : live)
+      s->abort();
+  }
   static constexpr size_t kMaxSessions = 8;
 
   /// The last rank to arrive runs every rank's call.
@@ -596,9 +619,12 @@ struct Executor::Impl {
       o.check = false;
       runtime::DistributedOptions dist;
       dist.timeoutSeconds = timeout;
-      if (sessionsV.size() >= kMaxSessions)
+      if (sessionsV.size() >= kMaxSessions) {
+        track(sessionsV.back().session.get(), false);
         sessionsV.pop_back();
+      }
       s.session = std::make_unique<runtime::DistributedSession>(rt, *s.concrete, o, dist);
+      track(s.session.get(), true);
       sessionsV.push_front(std::move(s));
       it = sessionsV.begin();
     } else if (it != sessionsV.begin()) {
@@ -614,6 +640,8 @@ struct Executor::Impl {
   }
 
   void dispatch(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &plan, void *stream) {
+    if (aborted.load())
+      throw Error(ErrorCode::Misuse, "execute: this Executor was aborted (Executor::abort, ncclCommAbort)");
     checkInPlace(*plan, uint32_t(rank), args);
     try {
       if (comm.isLocal()) {
@@ -674,8 +702,10 @@ struct Executor::Impl {
           throw Error(ErrorCode::InvalidArgument,
                       "rank " + std::to_string(r) + " calls execute with another plan size, message size, in-place-ness, "
                       "data type or reduction than rank " + std::to_string(rt.rank()));
-      if (sessions.size() >= kMaxSessions)
+      if (sessions.size() >= kMaxSessions) {
+        track(sessions.back().session.get(), false);
         sessions.pop_back(); // the same on every rank: they make the same calls
+      }
       runtime::RunOptions o;
       o.size = S;
       o.dataType = a.dtype;
@@ -688,6 +718,7 @@ struct Executor::Impl {
       s.plan = planPtr;
       s.key = key;
       s.session = std::make_unique<runtime::DistributedSession>(rt, p, o, dist);
+      track(s.session.get(), true);
       sessions.push_front(std::move(s));
       it = sessions.begin();
     } else if (it != sessions.begin()) {
@@ -707,6 +738,8 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)),
 }
 
 Executor::~Executor() = default;
+
+void Executor::abort() { impl_->abortAll(); }
 
 void Executor::setTimeout(double seconds) {
   if (!(seconds > 0))

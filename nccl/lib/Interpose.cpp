@@ -485,7 +485,25 @@ ncclResult_t endComm(ncclComm_t comm, const char *name) {
 } // namespace
 
 MSCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return endComm(comm, "ncclCommDestroy"); }
-MSCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return endComm(comm, "ncclCommAbort"); }
+/// PyTorch's watchdog aborts a communicator whose call is stuck: the plan in progress in another
+/// thread stops (Executor::abort: its call returns an error), the real NCCL's communicator is
+/// aborted, and ours is left allocated (its teardown is collective, and an aborted job's peers
+/// may never come), unusable from here on.
+MSCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  Comm *c = ours(comm);
+  if (!c)
+    return failWith(nullptr, ncclInvalidArgument, "ncclCommAbort: not a communicator");
+  if (c->executor)
+    c->executor->abort();
+  ncclResult_t rc = ncclSuccess;
+  if (c->real)
+    if (auto f = realFn<ncclResult_t (*)(ncclComm_t)>("ncclCommAbort"))
+      rc = f(c->real);
+  c->magic = 0;
+  if (infoLogging())
+    logLine("rank %d: ncclCommAbort: plans stopped, communicator left allocated", c->rank);
+  return rc;
+}
 
 MSCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   Comm *c = ours(comm);

@@ -64,6 +64,8 @@ def main():
     problems = []
     if p.returncode != 0:
         problems.append("the client failed (exit %d)" % p.returncode)
+    if not re.search(r"stuck call aborted: returned [1-9]\d* after \d+\.\d+ s", p.stdout):
+        problems.append("the stuck call was not ended by ncclCommAbort")
     m = re.search(r"pytorch_client: (\d+) calls, (\d+) failure\(s\)", p.stdout)
     if not m or m.group(2) != "0":
         problems.append("the client's result checks did not all pass")

@@ -14,6 +14,10 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,13 @@ static int rank, nranks, failures, calls;
       ++failures;                                                                                               \
     }                                                                                                           \
   } while (0)
+
+/* The watchdog thread of a stuck call: abort its communicator after 300 ms. */
+static void *abortLater(void *comm) {
+  usleep(300 * 1000);
+  ncclCommAbort((ncclComm_t)comm);
+  return NULL;
+}
 
 static void expect(const char *what, size_t i, float got, float want) {
   if (got != want && failures < 20) {
@@ -173,8 +184,31 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 33; ++i)
       expect("reduce", i, b[i], (float)(nranks * (nranks + 1) / 2));
 
-  CALL(ncclCommFinalize(tp));
-  CALL(ncclCommDestroy(tp));
+  /* A stuck call: rank 0 allreduces on its pair, rank 1 never does; rank 0's watchdog aborts the
+     communicator, the call returns an error. Rank 1 aborts its side too; the other pair ends
+     normally. */
+  if (rank < 2) {
+    if (rank == 0) {
+      pthread_t watchdogThread;
+      pthread_create(&watchdogThread, NULL, abortLater, tp);
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      ncclResult_t stuck = ncclAllReduce(a, b, 2000, ncclFloat32, ncclSum, tp, stream);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      pthread_join(watchdogThread, NULL);
+      double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+      if (stuck == ncclSuccess || secs > 10) {
+        fprintf(stderr, "rank 0: the stuck allreduce returned %d after %.1f s\n", (int)stuck, secs);
+        ++failures;
+      }
+      printf("stuck call aborted: returned %d after %.2f s\n", (int)stuck, secs);
+    } else {
+      CALL(ncclCommAbort(tp));
+    }
+  } else {
+    CALL(ncclCommFinalize(tp));
+    CALL(ncclCommDestroy(tp));
+  }
   CALL(ncclCommFinalize(world));
   CALL(ncclCommDestroy(world));
   int all = 0, allCalls = 0;

@@ -385,6 +385,14 @@ public:
   /// Error(Misuse) (a rank that never calls). Default 60; also DistributedOptions' launch timeout.
   void setTimeout(double seconds);
 
+  /// Stop every call of this Executor at once, from any thread (NCCL's ncclCommAbort of a stuck
+  /// call, as PyTorch's watchdog makes it): a call in progress in another thread throws
+  /// Error(Misuse) within one round of its threadblocks, later calls throw Error(Misuse) at once.
+  /// Local: no other rank is told. One process per rank: the sessions' shared memory is freed
+  /// collectively, so after an abort destroy the Executor only where every rank does the same (or
+  /// let the process end). A local communicator: later calls throw; nothing else changes.
+  void abort();
+
   const std::shared_ptr<Communicator> &communicator() const { return comm_; }
 
 private:

@@ -717,7 +717,7 @@ struct DistributedSession::Impl {
       comm.barrier();
     } else {
       if (__atomic_load_n(abortWord, __ATOMIC_ACQUIRE) != 0) {
-        comm.setStopped("another rank failed in an earlier call (see its report)");
+        comm.setStopped("this rank's session was aborted, or another rank failed in an earlier call (see its report)");
         throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": not run: " + comm.stopped());
       }
       fill(m.ranks[me].input);
@@ -742,7 +742,7 @@ struct DistributedSession::Impl {
                            diags);
     throw ExecutionError(ErrorKind::Misuse,
                          "rank " + std::to_string(me) + ": stopped in " + stoppedIn() +
-                             " because another rank failed (see its report); unfinished threadblocks here:",
+                             ": aborted here, or another rank failed (see its report); unfinished threadblocks here:",
                          diags);
   }
 
@@ -777,6 +777,7 @@ double DistributedSession::execute(const std::function<void(uint8_t *input)> &fi
   return impl_->execute(fill, warmup, iterations);
 }
 void DistributedSession::executeNext(const std::function<void(uint8_t *input)> &fill) { impl_->executeNext(fill); }
+void DistributedSession::abort() { __atomic_store_n(impl_->abortWord, uint64_t(1), __ATOMIC_RELEASE); }
 const uint8_t *DistributedSession::output() const { return impl_->m.ranks[impl_->me].output; }
 
 RunReport runCollectiveDistributed(Communicator &comm, const Plan &plan, const RunOptions &o,

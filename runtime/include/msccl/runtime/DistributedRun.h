@@ -73,6 +73,10 @@ public:
   /// refuses its next call (Misuse) and the communicator is stopped. Use one of execute and
   /// executeNext per session.
   void executeNext(const std::function<void(uint8_t *input)> &fill);
+  /// Stop this rank's launch in progress (from any thread; it throws ExecutionError(Misuse)
+  /// within one round of its threadblocks) and refuse later ones: sets this rank's own abort
+  /// word. Local: no other rank is told, nothing is freed (NCCL's ncclCommAbort of a stuck call).
+  void abort();
   /// This rank's output (S_out bytes), valid until the next execute.
   const uint8_t *output() const;
 
