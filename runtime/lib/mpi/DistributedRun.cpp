@@ -355,19 +355,10 @@ public:
         for (const TbState &s : states_)
           if (!s.done && s.waitWord && !waiting)
             waiting = &s;
-        if (waiting && backoff.n >= 128) {
-          ++backoff.n;
-          sleepOnSignal(m_.ranks[rank_].sleepers, *waiting, waiting->waitWoken ? 200 : 20);
-        } else {
-          backoff.pause();
-        }
+        idle(backoff, waiting);
       }
     } catch (const ExecutionError &e) {
-      std::lock_guard<std::mutex> lock(errMu_);
-      if (!error)
-        error = std::make_unique<ExecutionError>(e);
-      failed.store(true);
-      stop.store(true);
+      recordError(e);
     }
     running_.store(0, std::memory_order_release);
   }
@@ -424,22 +415,32 @@ private:
           backoff.reset();
         } else if (st == Step::Progress) {
           backoff.reset();
-        } else if (s.waitWord && backoff.n >= 128) {
-          // Sleep on the signal counter until a signaller wakes us (or 200 us: port signals
-          // arrive through MPI without a wake).
-          ++backoff.n;
-          sleepOnSignal(m_.ranks[rank_].sleepers, s, s.waitWoken ? 200 : 20);
         } else {
-          backoff.pause();
+          idle(backoff, s.waitWord ? &s : nullptr);
         }
       }
     } catch (const ExecutionError &e) {
-      std::lock_guard<std::mutex> lock(errMu_);
-      if (!error)
-        error = std::make_unique<ExecutionError>(e);
-      failed.store(true);
-      stop.store(true);
+      recordError(e);
     }
+  }
+
+  /// Nothing moved: spin, yield, then (with `waiting`, a wait on a signal counter) sleep on the
+  /// counter until a signaller wakes it (or 200 us: port signals arrive through MPI unannounced).
+  void idle(Backoff &backoff, const TbState *waiting) {
+    if (waiting && backoff.n >= 128) {
+      ++backoff.n;
+      sleepOnSignal(m_.ranks[rank_].sleepers, *waiting, waiting->waitWoken ? 200 : 20);
+    } else {
+      backoff.pause();
+    }
+  }
+  /// The first error of a threadblock stops the launch.
+  void recordError(const ExecutionError &e) {
+    std::lock_guard<std::mutex> lock(errMu_);
+    if (!error)
+      error = std::make_unique<ExecutionError>(e);
+    failed.store(true);
+    stop.store(true);
   }
 
   Machine &m_;
