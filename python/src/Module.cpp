@@ -735,7 +735,10 @@ In place as NCCL: the same object (allreduce), or views into one buffer.)doc")
            "matrix in elements (list of lists or 2-D NumPy array; row r = elements rank r sends each peer; "
            "the same on every rank); send holds row `rank` back to back, recv receives column `rank`. "
            "Collective. Raises ExecutionError (.kind InvalidSize, Deadlock, Misuse, ...), ArgumentError.")
-      .def("set_timeout", [](PyExecutor &e, double s) { e.executor->setTimeout(s); }, py::arg("seconds"));
+      .def("set_timeout", [](PyExecutor &e, double s) { e.executor->setTimeout(s); }, py::arg("seconds"))
+      .def("abort", [](PyExecutor &e) { e.executor->abort(); },
+           "Stop every call of this executor at once, from any thread (a watchdog's ncclCommAbort): a call "
+           "in progress raises ExecutionError (kind Misuse), later calls too. Local to this process.");
 
   m.def("execute_local", &executeLocal, py::arg("plan"), py::arg("sends"), py::arg("recvs"), py::kw_only(),
         py::arg("dtype") = py::none(), py::arg("op") = py::none(), R"doc(

@@ -312,6 +312,15 @@ class ExecuteLocalTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "rank="):
             executor.execute(sends[0], recvs[0], chosen.plan)
 
+    def test_abort(self):
+        """After abort (from any thread), every call raises at once."""
+        comm = msccl.Communicator.local(2)
+        executor = msccl.Executor(comm)
+        plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 2, "inplace": False})
+        executor.abort()
+        with self.assertRaisesRegex(msccl.ExecutionError, "aborted"):
+            executor.execute(np.zeros(64, np.float32), np.zeros(64, np.float32), plan, rank=0)
+
     def test_sizes_that_do_not_fit_the_plan(self):
         """Both rank threads call with a receive buffer of half the size: ArgumentError on each."""
         comm = msccl.Communicator.local(2)
