@@ -249,8 +249,15 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
   msccl::plan::DataType dt;
   size_t es = 0;
   if (!dataType(call.type, dt, es)) {
-    why = std::string("element type ") + typeName(call.type) + " has no plan executor";
-    return false;
+    // A collective that only moves data moves bytes: int64, uint64, float64 and fp8 as bytes
+    // (PyTorch all-gathers int64 sizes, broadcasts float64 buffers).
+    if (call.reduces || elementBytes(call.type) == 0) {
+      why = std::string("element type ") + typeName(call.type) + " has no plan executor" +
+            (call.reduces ? " for reductions" : "");
+      return false;
+    }
+    dt = msccl::plan::DataType::UInt8;
+    es = 1;
   }
   if (call.reduces && call.type == ncclInt8) {
     why = "int8 reductions have no plan executor";

@@ -18,6 +18,7 @@ PLANS = [
     ("reduce/tree", ["ranks=4", "inplace=false"], "reduce.json"),
     ("alltoall/allpairs", ["ranks=4", "inplace=false"], "alltoall.json"),
     ("alltoallv/allpairs", ["ranks=4"], "alltoallv.json"),
+    ("allgather/allpairs", ["ranks=4", "inplace=false"], "allgather.json"),
 ]
 
 # Collective calls the client makes per rank, by MSCCL_DEBUG line (the plan named by its file):
@@ -33,6 +34,7 @@ EXPECTED = [
     (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAllV: plan \S+ \(\S*/alltoallv\.json\)", [1, 1, 1, 1]),
     (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAll: plan \S+ \(\S*/alltoall\.json\)", [1, 1, 1, 1]),
     (r"ncclReduce 132 bytes float32: plan \S+ \(\S*/reduce\.json\)", [1, 1, 1, 1]),
+    (r"ncclAllGather 32 bytes int64: plan \S+ \(\S*/allgather\.json\)", [1, 1, 1, 1]),
 ]
 
 def main():

@@ -97,6 +97,15 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 1007; ++i)
     expect("broadcast", i, a[i], (float)(i % 113));
 
+  /* all_gather of int64 sizes (as all_to_all with splits needs first): int64 moves as bytes. */
+  {
+    long long mine = 1000000000000LL + rank, sizes[16];
+    CALL(ncclAllGather(&mine, sizes, 1, ncclInt64, world, stream));
+    watchdog(world);
+    for (int r = 0; r < nranks; ++r)
+      expect("allgather int64", (size_t)r, (float)(sizes[r] - 1000000000000LL), (float)r);
+  }
+
   /* Tensor-parallel pairs: ranks {0,1} and {2,3}. */
   ncclComm_t tp;
   CALL(ncclCommSplit(world, rank / 2, rank, &tp, NULL));
