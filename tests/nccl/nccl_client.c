@@ -36,63 +36,12 @@ static void expectEq(const char *what, size_t i, float got, float want) {
   }
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+static void plannedExtras2(ncclComm_t comm, float *send, float *recv, size_t N, cudaStream_t stream);
+
+/* Planned calls beyond the four basic collectives: odd counts, a group, all_to_all_single, count 0, Broadcast and
+   Reduce, avg and PreMulSum, ncclCommSplit (each checks its results; `send`/`recv` hold N*n floats). */
+static void plannedExtras(ncclComm_t comm, float *send, float *recv, size_t N, cudaStream_t stream) {
   const size_t n = (size_t)nranks;
-
-  ncclUniqueId id;
-  if (rank == 0)
-    NCCLCHECK(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
-  int count = 0, me = -1, version = 0;
-  NCCLCHECK(ncclCommCount(comm, &count));
-  NCCLCHECK(ncclCommUserRank(comm, &me));
-  NCCLCHECK(ncclGetVersion(&version));
-  if (count != nranks || me != rank) {
-    fprintf(stderr, "rank %d: ncclCommCount=%d ncclCommUserRank=%d\n", rank, count, me);
-    ++failures;
-  }
-  cudaStream_t stream = (cudaStream_t)(uintptr_t)(0x5000 + rank); /* host mode: passed through, never used */
-
-  /* AllReduce (sum, float32, out of place). */
-  const size_t N = 4096;
-  float *send = malloc(N * n * sizeof(float)), *recv = malloc(N * n * sizeof(float));
-  for (size_t i = 0; i < N; ++i)
-    send[i] = (float)(rank + (int)(i % 7));
-  NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, comm, stream));
-  for (size_t i = 0; i < N; ++i)
-    expectEq("allreduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)));
-
-  /* AllGather: C elements from each rank. */
-  const size_t C = 1024;
-  for (size_t i = 0; i < C; ++i)
-    send[i] = (float)(rank * 1000 + (int)i);
-  NCCLCHECK(ncclAllGather(send, recv, C, ncclFloat32, comm, stream));
-  for (size_t r = 0; r < n; ++r)
-    for (size_t i = 0; i < C; ++i)
-      expectEq("allgather", r * C + i, recv[r * C + i], (float)(r * 1000 + i));
-
-  /* ReduceScatter: C elements to each rank, summed. */
-  for (size_t j = 0; j < C * n; ++j)
-    send[j] = (float)(rank + (int)(j % 5));
-  NCCLCHECK(ncclReduceScatter(send, recv, C, ncclFloat32, ncclSum, comm, stream));
-  for (size_t i = 0; i < C; ++i)
-    expectEq("reducescatter", i, recv[i],
-             (float)(nranks * (nranks - 1) / 2 + nranks * (int)((rank * C + i) % 5)));
-
-  /* AlltoAll: C elements to each peer. */
-  for (size_t j = 0; j < n; ++j)
-    for (size_t i = 0; i < C; ++i)
-      send[j * C + i] = (float)(rank * 100000 + (int)j * 1000 + (int)(i % 1000));
-  NCCLCHECK(ncclAlltoAll(send, recv, C, ncclFloat32, comm, stream));
-  for (size_t j = 0; j < n; ++j)
-    for (size_t i = 0; i < C; ++i)
-      expectEq("alltoall", j * C + i, recv[j * C + i], (float)((int)j * 100000 + rank * 1000 + (int)(i % 1000)));
-
   /* Counts the plans' chunks do not divide (odd, prime): planned all the same, with uneven chunks
      (runtime/UnevenChunks.h). */
   const size_t P = 4001, Q = 997;
@@ -165,6 +114,11 @@ int main(int argc, char **argv) {
                  (float)((int)j * 100000 + rank * 1000 + (int)i));
   }
 
+  plannedExtras2(comm, send, recv, N, stream);
+}
+
+/* Second half of plannedExtras. */
+static void plannedExtras2(ncclComm_t comm, float *send, float *recv, size_t N, cudaStream_t stream) {
   /* Count 0 (a DDP bucket can be empty): success, nothing moves, NCCL is not asked. */
   recv[0] = -7.f;
   NCCLCHECK(ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, comm, stream));
@@ -250,6 +204,67 @@ int main(int argc, char **argv) {
     if (none)
       NCCLCHECK(ncclCommDestroy(none));
   }
+
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const size_t n = (size_t)nranks;
+
+  ncclUniqueId id;
+  if (rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  int count = 0, me = -1, version = 0;
+  NCCLCHECK(ncclCommCount(comm, &count));
+  NCCLCHECK(ncclCommUserRank(comm, &me));
+  NCCLCHECK(ncclGetVersion(&version));
+  if (count != nranks || me != rank) {
+    fprintf(stderr, "rank %d: ncclCommCount=%d ncclCommUserRank=%d\n", rank, count, me);
+    ++failures;
+  }
+  cudaStream_t stream = (cudaStream_t)(uintptr_t)(0x5000 + rank); /* host mode: passed through, never used */
+
+  /* AllReduce (sum, float32, out of place). */
+  const size_t N = 4096;
+  float *send = malloc(N * n * sizeof(float)), *recv = malloc(N * n * sizeof(float));
+  for (size_t i = 0; i < N; ++i)
+    send[i] = (float)(rank + (int)(i % 7));
+  NCCLCHECK(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, comm, stream));
+  for (size_t i = 0; i < N; ++i)
+    expectEq("allreduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 7)));
+
+  /* AllGather: C elements from each rank. */
+  const size_t C = 1024;
+  for (size_t i = 0; i < C; ++i)
+    send[i] = (float)(rank * 1000 + (int)i);
+  NCCLCHECK(ncclAllGather(send, recv, C, ncclFloat32, comm, stream));
+  for (size_t r = 0; r < n; ++r)
+    for (size_t i = 0; i < C; ++i)
+      expectEq("allgather", r * C + i, recv[r * C + i], (float)(r * 1000 + i));
+
+  /* ReduceScatter: C elements to each rank, summed. */
+  for (size_t j = 0; j < C * n; ++j)
+    send[j] = (float)(rank + (int)(j % 5));
+  NCCLCHECK(ncclReduceScatter(send, recv, C, ncclFloat32, ncclSum, comm, stream));
+  for (size_t i = 0; i < C; ++i)
+    expectEq("reducescatter", i, recv[i],
+             (float)(nranks * (nranks - 1) / 2 + nranks * (int)((rank * C + i) % 5)));
+
+  /* AlltoAll: C elements to each peer. */
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < C; ++i)
+      send[j * C + i] = (float)(rank * 100000 + (int)j * 1000 + (int)(i % 1000));
+  NCCLCHECK(ncclAlltoAll(send, recv, C, ncclFloat32, comm, stream));
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < C; ++i)
+      expectEq("alltoall", j * C + i, recv[j * C + i], (float)((int)j * 100000 + rank * 1000 + (int)(i % 1000)));
+
+  plannedExtras(comm, send, recv, N, stream);
 
   /* Calls with no plan: forwarded with their arguments. */
   double *d = malloc(64 * sizeof(double));

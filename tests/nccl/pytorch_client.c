@@ -59,6 +59,34 @@ static void watchdog(ncclComm_t comm) {
   }
 }
 
+static void stuckCall(ncclComm_t tp, float *a, float *b, cudaStream_t stream) {
+  /* A stuck call: rank 0 allreduces on its pair, rank 1 never does; rank 0's watchdog aborts the
+     communicator, the call returns an error. Rank 1 aborts its side too; the other pair ends
+     normally. */
+  if (rank < 2) {
+    if (rank == 0) {
+      pthread_t watchdogThread;
+      pthread_create(&watchdogThread, NULL, abortLater, tp);
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      ncclResult_t stuck = ncclAllReduce(a, b, 2000, ncclFloat32, ncclSum, tp, stream);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      pthread_join(watchdogThread, NULL);
+      double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+      if (stuck == ncclSuccess || secs > 10) {
+        fprintf(stderr, "rank 0: the stuck allreduce returned %d after %.1f s\n", (int)stuck, secs);
+        ++failures;
+      }
+      printf("stuck call aborted: returned %d after %.2f s\n", (int)stuck, secs);
+    } else {
+      CALL(ncclCommAbort(tp));
+    }
+  } else {
+    CALL(ncclCommFinalize(tp));
+    CALL(ncclCommDestroy(tp));
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -193,31 +221,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 33; ++i)
       expect("reduce", i, b[i], (float)(nranks * (nranks + 1) / 2));
 
-  /* A stuck call: rank 0 allreduces on its pair, rank 1 never does; rank 0's watchdog aborts the
-     communicator, the call returns an error. Rank 1 aborts its side too; the other pair ends
-     normally. */
-  if (rank < 2) {
-    if (rank == 0) {
-      pthread_t watchdogThread;
-      pthread_create(&watchdogThread, NULL, abortLater, tp);
-      struct timespec t0, t1;
-      clock_gettime(CLOCK_MONOTONIC, &t0);
-      ncclResult_t stuck = ncclAllReduce(a, b, 2000, ncclFloat32, ncclSum, tp, stream);
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      pthread_join(watchdogThread, NULL);
-      double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-      if (stuck == ncclSuccess || secs > 10) {
-        fprintf(stderr, "rank 0: the stuck allreduce returned %d after %.1f s\n", (int)stuck, secs);
-        ++failures;
-      }
-      printf("stuck call aborted: returned %d after %.2f s\n", (int)stuck, secs);
-    } else {
-      CALL(ncclCommAbort(tp));
-    }
-  } else {
-    CALL(ncclCommFinalize(tp));
-    CALL(ncclCommDestroy(tp));
-  }
+  stuckCall(tp, a, b, stream);
   CALL(ncclCommFinalize(world));
   CALL(ncclCommDestroy(world));
   int all = 0, allCalls = 0;

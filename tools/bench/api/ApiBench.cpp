@@ -49,6 +49,45 @@ struct Cost {
   }
 };
 
+/// Section 3: the same plan at a size its chunks divide and at 4 bytes more (uneven chunks).
+static void printRemainderCost(runtime::Executor &cpu, uint32_t n, const std::string &cacheDir) {
+  // remainder: the same plan at a size its chunks divide and at 4 bytes more
+  std::printf("cost of a remainder (uneven chunks), direct CPU executor call, %u ranks, best of 5:\n", n);
+  std::printf("  plan                   per-rank bytes     time        +4 B        ratio\n");
+  for (const char *algo : {"allreduce/ring", "allgather/allpairs"}) {
+    CompileParams rp;
+    rp.cacheDir = cacheDir;
+    rp.defines = {{"ranks", "4"}, {"inplace", "false"}};
+    PlanPtr p = compile(std::string("stdlib:") + algo, rp);
+    const bool gather = std::strcmp(algo, "allgather/allpairs") == 0;
+    for (size_t base : {size_t(4096), size_t(1) << 20}) {
+      double best[2] = {1e9, 1e9};
+      for (int which = 0; which < 2; ++which) {
+        const size_t in = base + 4 * which, out = gather ? in * n : in;
+        std::vector<std::vector<float>> s(n, std::vector<float>(in / 4, 1.f)), d(n, std::vector<float>(out / 4));
+        runtime::ExecuteRequest rq;
+        rq.plan = p.get();
+        rq.inputBytes = in;
+        rq.outputBytes = out;
+        for (uint32_t r = 0; r < n; ++r)
+          rq.buffers.push_back({s[r].data(), d[r].data()});
+        const int reps = base > 4096 ? 20 : 500;
+        std::thread t([&] {
+          for (int k = 0; k < 5; ++k) {
+            auto t1 = Clock::now();
+            for (int i = 0; i < reps; ++i)
+              cpu.execute(rq);
+            best[which] = std::min(best[which], since(t1) / reps);
+          }
+        });
+        t.join();
+      }
+      std::printf("  %-22s %14zu %9.2f us %9.2f us %9.3f\n", algo, base, best[0] * 1e6, best[1] * 1e6,
+                  best[1] / best[0]);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int iterations = 2000;
   for (int i = 1; i < argc; ++i)
@@ -168,41 +207,7 @@ int main(int argc, char **argv) {
     std::printf("  cache hit%s                              %9.2f ms  (x%.1f faster)\n", info.cacheHit ? "" : "?",
                 hitTime * 1e3, freshTime / hitTime);
 
-    // remainder: the same plan at a size its chunks divide and at 4 bytes more
-    std::printf("cost of a remainder (uneven chunks), direct CPU executor call, %u ranks, best of 5:\n", n);
-    std::printf("  plan                   per-rank bytes     time        +4 B        ratio\n");
-    for (const char *algo : {"allreduce/ring", "allgather/allpairs"}) {
-      CompileParams rp;
-      rp.cacheDir = cacheDir;
-      rp.defines = {{"ranks", "4"}, {"inplace", "false"}};
-      PlanPtr p = compile(std::string("stdlib:") + algo, rp);
-      const bool gather = std::strcmp(algo, "allgather/allpairs") == 0;
-      for (size_t base : {size_t(4096), size_t(1) << 20}) {
-        double best[2] = {1e9, 1e9};
-        for (int which = 0; which < 2; ++which) {
-          const size_t in = base + 4 * which, out = gather ? in * n : in;
-          std::vector<std::vector<float>> s(n, std::vector<float>(in / 4, 1.f)), d(n, std::vector<float>(out / 4));
-          runtime::ExecuteRequest rq;
-          rq.plan = p.get();
-          rq.inputBytes = in;
-          rq.outputBytes = out;
-          for (uint32_t r = 0; r < n; ++r)
-            rq.buffers.push_back({s[r].data(), d[r].data()});
-          const int reps = base > 4096 ? 20 : 500;
-          std::thread t([&] {
-            for (int k = 0; k < 5; ++k) {
-              auto t1 = Clock::now();
-              for (int i = 0; i < reps; ++i)
-                cpu->execute(rq);
-              best[which] = std::min(best[which], since(t1) / reps);
-            }
-          });
-          t.join();
-        }
-        std::printf("  %-22s %14zu %9.2f us %9.2f us %9.3f\n", algo, base, best[0] * 1e6, best[1] * 1e6,
-                    best[1] / best[0]);
-      }
-    }
+    printRemainderCost(*cpu, n, cacheDir);
     std::filesystem::remove_all(cacheDir);
     return 0;
   } catch (const Error &e) {
