@@ -92,7 +92,16 @@ struct Lowerer {
   const ResolvedTb &tb;
   bool usesPackets = false;
 
-  LoweredEntry entry(const BufferRef &ref, const Op &op, const std::string &path) {
+  /// The JSON path of an entry, made only for an error: `op` + field (+ "[index]" when >= 0).
+  struct EntryPath {
+    const std::string &op;
+    const char *field;
+    long index;
+    std::string str() const { return op + field + (index >= 0 ? "[" + std::to_string(index) + "]" : std::string()); }
+    friend std::string operator+(const EntryPath &p, const char *s) { return p.str() + s; }
+  };
+
+  LoweredEntry entry(const BufferRef &ref, const Op &op, const EntryPath &path) {
     LoweredEntry e;
     e.index = ref.index;
     e.size = ref.size;
@@ -143,7 +152,7 @@ struct Lowerer {
     const uint64_t limit = isPacketOp(op.type) ? (uint64_t(1) << 31) : (uint64_t(1) << 32);
     if (e.bytes.end() > limit)
       throw ExecutionError(ErrorKind::InvalidSize,
-                           path + ": bytes [" + std::to_string(e.bytes.offset) + ", " + std::to_string(e.bytes.end()) +
+                           path.str() + ": bytes [" + std::to_string(e.bytes.offset) + ", " + std::to_string(e.bytes.end()) +
                                ") reach past 4 GiB, which the executor's 32-bit offsets cannot address");
     return e;
   }
@@ -186,15 +195,15 @@ struct Lowerer {
       if (lo.channels.empty())
         throw planError(path + ".channel_ids", "glre needs one switch channel");
       BufferRef s = BufferRef::switchRef(op.channelIds->front(), op.glreBufferOffset, op.glreSize);
-      lo.src.push_back(entry(s, op, path + ".channel_ids[0]"));
+      lo.src.push_back(entry(s, op, EntryPath{path, ".channel_ids", 0}));
       BufferRef d = op.glreDstChunk;
       d.loc = BufferRef::Loc::Local;
-      lo.dst.push_back(entry(d, op, path + ".dst_chunk"));
+      lo.dst.push_back(entry(d, op, EntryPath{path, ".dst_chunk", -1}));
     } else {
       for (size_t j = 0; j < op.src.size(); ++j)
-        lo.src.push_back(entry(op.src[j], op, path + ".src_buff[" + std::to_string(j) + "]"));
+        lo.src.push_back(entry(op.src[j], op, EntryPath{path, ".src_buff", long(j)}));
       for (size_t j = 0; j < op.dst.size(); ++j)
-        lo.dst.push_back(entry(op.dst[j], op, path + ".dst_buff[" + std::to_string(j) + "]"));
+        lo.dst.push_back(entry(op.dst[j], op, EntryPath{path, ".dst_buff", long(j)}));
     }
     if (op.type == OpType::Pipeline) {
       lo.unitSize = op.iterContext.unitSize;
