@@ -569,6 +569,20 @@ struct DistributedSession::Impl {
     }
   }
 
+  /// The first error of this rank's threadblocks, as this rank's.
+  ExecutionError threadblockError() const {
+    return ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
+                          pool->error->diagnostics());
+  }
+  /// This rank's launch did not finish within the timeout: its unfinished threadblocks.
+  ExecutionError timeoutError() const {
+    return ExecutionError(ErrorKind::Deadlock,
+                          "rank " + std::to_string(me) + ": " + stoppedIn() + " did not finish within " +
+                              seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
+                              " unfinished threadblock(s) (" + proxy->describe() + "):",
+                          diags);
+  }
+
   /// "launch 3 (flag 3)": where a run stopped, for reports.
   std::string stoppedIn() const {
     return "launch " + std::to_string(lastLaunch + 1) + " (flag " + std::to_string(lastLaunch + 1) + ")";
@@ -686,19 +700,14 @@ struct DistributedSession::Impl {
     if (worst == Timeout)
       comm.setStopped("size " + std::to_string(o.size) + " timed out in " + stoppedIn());
     if (outcome == Failed && pool->error)
-      throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
-                           pool->error->diagnostics());
+      throw threadblockError();
     if (!balance.empty())
       throw ExecutionError(ErrorKind::Misuse,
                            "rank " + std::to_string(me) + ": unbalanced synchronisation at the end of " + stoppedIn() +
                                " (signal and semaphore counts carry over launches; checked after the last):",
                            balance);
     if (outcome == Timeout)
-      throw ExecutionError(ErrorKind::Deadlock,
-                           "rank " + std::to_string(me) + ": " + stoppedIn() + " did not finish within " +
-                               seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
-                               " unfinished threadblock(s) (" + proxy->describe() + "):",
-                           diags);
+      throw timeoutError();
     if (outcome == PeerStopped)
       throw ExecutionError(ErrorKind::Misuse,
                            "rank " + std::to_string(me) + ": stopped in " + stoppedIn() +
@@ -733,14 +742,9 @@ struct DistributedSession::Impl {
     shm->flushAll();
     comm.setStopped("rank " + std::to_string(me) + " stopped in " + stoppedIn());
     if (outcome == Failed && pool->error)
-      throw ExecutionError(pool->error->kind(), "rank " + std::to_string(me) + ": " + pool->error->summary(),
-                           pool->error->diagnostics());
+      throw threadblockError();
     if (outcome == Timeout)
-      throw ExecutionError(ErrorKind::Deadlock,
-                           "rank " + std::to_string(me) + ": " + stoppedIn() + " did not finish within " +
-                               seconds(dist.timeoutSeconds) + " s; " + std::to_string(diags.size()) +
-                               " unfinished threadblock(s) (" + proxy->describe() + "):",
-                           diags);
+      throw timeoutError();
     throw ExecutionError(ErrorKind::Misuse,
                          "rank " + std::to_string(me) + ": stopped in " + stoppedIn() +
                              ": aborted here, or another rank failed (see its report); unfinished threadblocks here:",
