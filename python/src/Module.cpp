@@ -23,6 +23,7 @@
 #include "msccl/msccl.hpp"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Communicator.h"
+#include "msccl/runtime/Elements.h"
 #include "msccl/runtime/Executor.h"
 
 #include <pybind11/functional.h>
@@ -97,6 +98,41 @@ void translateExceptions(std::exception_ptr p) {
 
 // --- Arguments ----------------------------------------------------------------------------------
 
+/// A call's reduction: the plan's op, and whether the result is then divided by the rank count
+/// (avg: torch's ReduceOp.AVG, NCCL's ncclAvg; integers truncated as NCCL's SumPostDiv).
+struct CallReduce {
+  msccl::plan::ReduceOp op = msccl::plan::ReduceOp::Sum;
+  bool average = false;
+};
+
+msccl::plan::ReduceOp reduceOpArgument(py::handle op);
+
+CallReduce callReduceArgument(py::handle op) {
+  if (op.is_none())
+    return {};
+  py::dict modules = py::module_::import("sys").attr("modules");
+  bool avg = false;
+  if (!py::isinstance<py::str>(op) && modules.contains("torch.distributed")) {
+    py::object torchOps = modules["torch.distributed"].attr("ReduceOp");
+    try {
+      avg = py::hasattr(torchOps, "AVG") && op.equal(torchOps.attr("AVG"));
+    } catch (py::error_already_set &) {
+    }
+  }
+  std::string s = py::str(op);
+  for (char &c : s)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (avg || s == "avg" || (s.size() > 4 && s.compare(s.size() - 4, 4, ".avg") == 0) || s.find(".avg:") != std::string::npos)
+    return {msccl::plan::ReduceOp::Sum, true};
+  return {reduceOpArgument(op), false};
+}
+
+/// After an avg call: the `bytes` of `out` (host memory) divided by the plan's rank count.
+void applyAverage(const CallReduce &r, void *out, size_t bytes, msccl::plan::DataType dt, size_t ranks) {
+  if (r.average)
+    msccl::runtime::divideElements(out, bytes / msccl::plan::dataTypeBytes(dt), dt, uint32_t(ranks));
+}
+
 msccl::plan::ReduceOp reduceOpArgument(py::handle op) {
   if (op.is_none())
     return msccl::plan::ReduceOp::Sum;
@@ -130,7 +166,7 @@ msccl::plan::ReduceOp reduceOpArgument(py::handle op) {
     if (s == n || suffix || s.find("." + n + ":") != std::string::npos)
       return *msccl::plan::parseReduceOp(n);
   }
-  throw py::value_error("unsupported reduction '" + std::string(py::str(op)) + "': expected sum, min or max");
+  throw py::value_error("unsupported reduction '" + std::string(py::str(op)) + "': expected sum, min, max or avg");
 }
 
 // The element type of a call: the explicit argument, else the buffers' own.
@@ -351,7 +387,7 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
   HostView in = msccl::python::hostView(send, false, sendBytes, "send");
   HostView out = msccl::python::hostView(recv, true, recvBytes, "recv");
   msccl::plan::DataType dt = resolveDtype(dtype, {&in, &out});
-  msccl::plan::ReduceOp ro = reduceOpArgument(op);
+  const CallReduce cr = callReduceArgument(op);
   int r = rank ? *rank : ex.comm->rank();
   if (r < 0)
     throw py::value_error("rank= is required on a local communicator (every rank in this process)");
@@ -362,7 +398,8 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
     return;
   }
   py::gil_scoped_release release;
-  ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, ro, p, reinterpret_cast<void *>(stream));
+  ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, cr.op, p, reinterpret_cast<void *>(stream));
+  applyAverage(cr, out.ptr, out.bytes, dt, p->gpus.size());
 }
 
 // Every rank of `plan` in this process: a local communicator, one thread per rank.
@@ -383,7 +420,7 @@ void executeLocal(PlanHolder plan, py::sequence sends, py::sequence recvs, py::o
   for (auto &v : in)
     all.push_back(&v);
   msccl::plan::DataType dt = resolveDtype(dtype, all);
-  msccl::plan::ReduceOp ro = reduceOpArgument(op);
+  const CallReduce cr = callReduceArgument(op);
   py::gil_scoped_release release;
   auto comm = msccl::Communicator::local(uint32_t(ranks));
   msccl::Executor executor(comm);
@@ -392,7 +429,8 @@ void executeLocal(PlanHolder plan, py::sequence sends, py::sequence recvs, py::o
   for (size_t r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        executor.execute(int(r), in[r].ptr, out[r].ptr, in[r].bytes, out[r].bytes, dt, ro, p);
+        executor.execute(int(r), in[r].ptr, out[r].ptr, in[r].bytes, out[r].bytes, dt, cr.op, p);
+        applyAverage(cr, out[r].ptr, out[r].bytes, dt, ranks);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -730,7 +768,8 @@ In place as NCCL: the same object (allreduce), or views into one buffer.)doc")
            py::arg("send_bytes") = py::none(), py::arg("recv_bytes") = py::none(), py::arg("stream") = 0,
            py::arg("counts") = py::none(),
            "Run `plan` for this rank (rank=: required on a local communicator). dtype: element type of "
-           "reductions (default: the buffers'); op: 'sum' (default), 'min', 'max' or torch's ReduceOp. "
+           "reductions (default: the buffers'); op: 'sum' (default), 'min', 'max', 'avg' (the sum divided by "
+           "the rank count afterwards, integers truncated as NCCL's ncclAvg) or torch's ReduceOp (AVG too). "
            "counts: AllToAllV (a plan with variable sizes, e.g. stdlib:alltoallv/allpairs): the full n x n "
            "matrix in elements (list of lists or 2-D NumPy array; row r = elements rank r sends each peer; "
            "the same on every rank); send holds row `rank` back to back, recv receives column `rank`. "

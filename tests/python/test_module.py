@@ -312,6 +312,25 @@ class ExecuteLocalTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "rank="):
             executor.execute(sends[0], recvs[0], chosen.plan)
 
+    def test_avg(self):
+        """op='avg': the sum divided by the rank count (integers truncated, as ncclAvg)."""
+        plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": 4, "inplace": False})
+        sends = [np.arange(64, dtype=np.float32) * (r + 1) for r in range(4)]
+        recvs = [np.zeros(64, np.float32) for _ in range(4)]
+        msccl.execute_local(plan, sends, recvs, op="avg")
+        for r in range(4):
+            np.testing.assert_array_equal(recvs[r], np.sum(sends, axis=0) / 4)
+        isends = [np.full(16, 3 * r + 1, np.int32) for r in range(4)]
+        irecvs = [np.zeros(16, np.int32) for _ in range(4)]
+        msccl.execute_local(plan, isends, irecvs, op="avg")
+        for r in range(4):
+            np.testing.assert_array_equal(irecvs[r], np.full(16, (1 + 4 + 7 + 10) // 4, np.int32))
+        if HAVE_TORCH:
+            import torch.distributed as dist
+            recvs = [np.zeros(64, np.float32) for _ in range(4)]
+            msccl.execute_local(plan, sends, recvs, op=dist.ReduceOp.AVG)
+            np.testing.assert_array_equal(recvs[0], np.sum(sends, axis=0) / 4)
+
     def test_abort(self):
         """After abort (from any thread), every call raises at once."""
         comm = msccl.Communicator.local(2)
