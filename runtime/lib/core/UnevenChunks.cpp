@@ -9,7 +9,6 @@
 #include "msccl/runtime/Executor.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace msccl::runtime {
 using namespace msccl::plan;
@@ -18,13 +17,6 @@ namespace {
 
 /// The largest power of two dividing v (0 for 0).
 uint64_t lowBit(uint64_t v) { return v & (~v + 1); }
-
-bool anyPacketOp(const std::vector<Op> &ops) {
-  for (const Op &op : ops)
-    if (isPacketOp(op.type) || anyPacketOp(op.ops))
-      return true;
-  return false;
-}
 
 /// (rank, buffer, chunk) nodes, joined by the ops; input and output chunks carry their block
 /// position, scratch chunks none (-1) until joined.
@@ -242,13 +234,6 @@ std::vector<ChunkLayout> unevenChunkLayouts(const Plan &plan, const ResolvedPlan
                  std::to_string(elementBytes) + "-byte elements");
   cut.q = std::min<uint64_t>(std::max<uint64_t>(plan.bufferAlignment, 1), B ? lowBit(B) : UINT64_MAX);
   cut.units = B / cut.q;
-  bool packets = false;
-  for (const Gpu &g : plan.gpus)
-    for (const Threadblock &tb : g.threadblocks)
-      packets = packets || anyPacketOp(tb.ops);
-  if (packets && cut.q < 8)
-    throw refuse("its packet ops need blocks of a multiple of 8 bytes (an LL16 payload), and " + std::to_string(B) +
-                 " B is not");
 
   // Every entry in chunks: lower once with one-byte chunks.
   std::vector<ChunkLayout> unitLayouts(n);
@@ -258,6 +243,10 @@ std::vector<ChunkLayout> unevenChunkLayouts(const Plan &plan, const ResolvedPlan
     u.inputBytes = Ni, u.outputBytes = No;
   }
   const LoweredPlan unit = lowerPlanWith(plan, resolved, std::move(unitLayouts));
+  const bool packets = std::any_of(unit.gpus.begin(), unit.gpus.end(), [](const LoweredGpu &g) { return g.usesPackets; });
+  if (packets && cut.q < 8)
+    throw refuse("its packet ops need blocks of a multiple of 8 bytes (an LL16 payload), and " + std::to_string(B) +
+                 " B is not");
   ChunkClasses classes(plan, cut.K);
   joinOps(unit, resolved, classes, refuse);
 
