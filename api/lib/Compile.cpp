@@ -24,6 +24,7 @@
 #include "msccl/driver/Driver.h"
 #include "msccl/elab/Loader.h"
 #include "msccl/plan/PlanJson.h"
+#include "msccl/plan/Relabel.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringExtras.h>
@@ -456,6 +457,28 @@ PlanPtr loadPlan(const std::string &path) {
     throw Error(ErrorCode::InvalidPlan, "invalid plan " + path + ": " + e.what());
   } catch (const std::exception &e) {
     throw Error(ErrorCode::InvalidPlan, "invalid plan " + path + ": " + e.what());
+  }
+}
+
+PlanPtr rootedPlan(const PlanPtr &plan, uint32_t root, uint32_t ranksPerNode) {
+  if (!plan)
+    throw Error(ErrorCode::InvalidArgument, "rootedPlan: null plan");
+  const auto n = uint32_t(plan->gpus.size());
+  if (root >= n)
+    throw Error(ErrorCode::InvalidArgument,
+                "rootedPlan: root " + std::to_string(root) + " is not one of the plan's " + std::to_string(n) + " ranks");
+  if (root == 0)
+    return plan;
+  std::vector<uint32_t> perm;
+  try {
+    perm = plan::rootPermutation(n, ranksPerNode, root);
+  } catch (const std::invalid_argument &e) {
+    throw Error(ErrorCode::InvalidArgument, std::string("rootedPlan: ") + e.what());
+  }
+  try {
+    return std::make_shared<const plan::Plan>(plan::relabelRanks(*plan, perm));
+  } catch (const plan::PlanError &e) {
+    throw Error(ErrorCode::InvalidPlan, std::string("rootedPlan: ") + e.what());
   }
 }
 

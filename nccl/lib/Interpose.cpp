@@ -233,7 +233,20 @@ struct Call {
   bool reduces;
   ncclRedOp_t op;
   cudaStream_t stream;
+  int root = 0; // ncclBroadcast / ncclReduce: the root-0 plan runs renamed (msccl::rootedPlan)
 };
+
+/// `plan` for root `root` (itself for root 0), made once per communicator, plan and root: the
+/// executor prepares each plan object once, so the renamed plan is kept.
+const msccl::PlanPtr &rootedFor(Comm &c, const msccl::PlanPtr &plan, int root) {
+  if (root == 0)
+    return plan;
+  std::lock_guard<std::mutex> lock(c.rootedMutex);
+  msccl::PlanPtr &slot = c.rootedPlans[{plan.get(), root}];
+  if (!slot)
+    slot = msccl::rootedPlan(plan, uint32_t(root), uint32_t(c.ranksPerNode));
+  return slot;
+}
 
 /// Run `call` with a plan; false (with `why`) when it must go to NCCL instead.
 bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
@@ -285,10 +298,30 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     why = "no plan: " + reg->explainLine(req);
     return false;
   }
+  if (call.root < 0 || call.root >= c.size) {
+    rc = failWith(&c, ncclInvalidArgument, std::string(call.api) + ": root " + std::to_string(call.root) +
+                                               " is not a rank of this communicator of " + std::to_string(c.size));
+    return true;
+  }
+  const void *send = call.send;
+  void *recv = call.recv;
+  if (std::strcmp(call.collective, "reduce") == 0 && c.rank != call.root) {
+    // NCCL's recvbuff is the root's alone (null elsewhere is fine) and a non-root rank's buffer
+    // stays as it was: the plan's output there goes to a buffer of ours (host memory: the executor
+    // exists only with MSCCL_BACKEND=cpu). In place, the input is copied there first.
+    if (c.reduceSink.size() < call.recvBytes)
+      c.reduceSink.resize(call.recvBytes);
+    recv = c.reduceSink.data();
+    if (call.inPlace) {
+      std::memcpy(recv, call.send, call.sendBytes);
+      send = recv;
+    }
+  }
   try {
-    c.executor->execute(c.rank, call.send, call.recv, call.sendBytes, call.recvBytes, dt, ro, plan->plan,
+    const msccl::PlanPtr &toRun = rootedFor(c, plan->plan, call.root);
+    c.executor->execute(c.rank, send, recv, call.sendBytes, call.recvBytes, dt, ro, toRun,
                         reinterpret_cast<void *>(call.stream));
-    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == 0))
+    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == call.root))
       applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
   } catch (const msccl::Error &e) {
     // A size the plan's chunking cannot split, or a backend this build lacks: every rank finds
@@ -663,8 +696,8 @@ MSCCL_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, si
                                         int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
-  Call call{"ncclBroadcast", root == 0 ? "broadcast" : "broadcast-from-nonzero-root", sendbuff, recvbuff, bytes,
-            bytes, bytes, sendbuff == recvbuff, datatype, false, ncclSum, stream};
+  Call call{"ncclBroadcast", "broadcast", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
+            datatype, false, ncclSum, stream, root};
   return nowOrAtGroupEnd("ncclBroadcast", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclBroadcast)>("ncclBroadcast")(sendbuff, recvbuff, count, datatype, root, r, stream);
@@ -681,8 +714,8 @@ MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
-  Call call{"ncclReduce", root == 0 ? "reduce" : "reduce-to-nonzero-root", sendbuff, recvbuff, bytes, bytes, bytes,
-            sendbuff == recvbuff, datatype, true, op, stream};
+  Call call{"ncclReduce", "reduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
+            datatype, true, op, stream, root};
   return nowOrAtGroupEnd("ncclReduce", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, realOp(op), root, r, stream);

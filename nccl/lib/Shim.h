@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +46,10 @@ struct Comm {
   std::string lastError;
   ncclResult_t asyncError = ncclSuccess;          // a planned call that failed while running (ncclCommGetAsyncError)
   std::unique_ptr<Mailbox> mailbox;               // send/recv sets (PointToPoint.h); freed before `comm`
+  /// Broadcast/Reduce plans renamed for a root other than 0 (msccl::rootedPlan), by (plan, root).
+  std::map<std::pair<const plan::Plan *, int>, msccl::PlanPtr> rootedPlans;
+  std::mutex rootedMutex;
+  std::vector<uint8_t> reduceSink;                // a non-root rank's ncclReduce output (never the user's)
 };
 
 /// `comm` when it is one of ours, else null.

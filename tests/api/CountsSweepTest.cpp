@@ -50,7 +50,7 @@ float inputValue(uint32_t rank, size_t i) { return float(rank * 7 + i % 61); }
 /// reducescatter's recv count, alltoall's per-peer count), checked on every rank.
 /// Returns the error codes (Ok when the call ran; then every element was compared).
 std::vector<ErrorCode> runOnce(Executor &ex, const Algo &a, const PlanPtr &plan, bool inPlace, size_t count,
-                               std::string &firstWrong) {
+                               std::string &firstWrong, uint32_t root = 0) {
   const uint32_t n = a.ranks;
   const std::string c = a.collective;
   const size_t sendCount = (c == "reducescatter" || c == "alltoall") ? count * n : count;
@@ -100,9 +100,9 @@ std::vector<ErrorCode> runOnce(Executor &ex, const Algo &a, const PlanPtr &plan,
       else if (c == "alltoall")
         want = inputValue(uint32_t(i / count), r * count + i % count);
       else if (c == "broadcast")
-        want = inputValue(0, i);
+        want = inputValue(root, i);
       else if (c == "reduce") {
-        if (r != 0)
+        if (r != root)
           break; // only the root's output is defined
         for (uint32_t q = 0; q < n; ++q)
           want += inputValue(q, i);
@@ -155,4 +155,50 @@ TEST_CASE("every stdlib collective at counts 1..1100 and large odd counts, in an
       }
       CHECK(ran + refused == counts.size());
     }
+}
+
+TEST_CASE("Broadcast and Reduce at every root: the root-0 plans renamed by rootedPlan", "[counts]") {
+  for (const Algo &a : kAlgos) {
+    const std::string c = a.collective;
+    if (c != "broadcast" && c != "reduce")
+      continue;
+    for (bool inPlace : {false, true}) {
+      PlanPtr plan = stdlibPlan(a.name, {{"ranks", std::to_string(a.ranks)}, {"inplace", inPlace ? "true" : "false"}});
+      auto comm = Communicator::local(a.ranks, a.ranksPerNode);
+      Executor ex(comm);
+      for (uint32_t root = 0; root < a.ranks; ++root) {
+        PlanPtr rooted = rootedPlan(plan, root);
+        CHECK((root == 0) == (rooted == plan));
+        for (size_t count : {size_t(1), size_t(7), size_t(1000), size_t(1024), size_t(65537 * 3)}) {
+          std::string wrong;
+          auto codes = runOnce(ex, a, rooted, inPlace, count, wrong, root);
+          INFO(a.name << (inPlace ? " in place" : "") << " root " << root << " count " << count << ": " << wrong);
+          CHECK(codes == std::vector<ErrorCode>(a.ranks, ErrorCode::Ok));
+          CHECK(wrong.empty());
+        }
+      }
+    }
+  }
+  // The renaming keeps nodes whole: 8 ranks in 2 nodes, root 5 (node 1, local 1).
+  PlanPtr plan = stdlibPlan("broadcast/chain", {{"ranks", "8"}, {"inplace", "false"}});
+  PlanPtr rooted = rootedPlan(plan, 5, 4);
+  REQUIRE(rooted->gpus.size() == 8);
+  for (uint32_t r = 0; r < 8; ++r) {
+    CHECK(rooted->gpus[r].id == r);
+    for (const auto &ch : rooted->gpus[r].channels)
+      for (uint32_t peer : ch.connectedTo)
+        CHECK(peer < 8);
+  }
+  // Rank 5 now runs what rank 0 ran: its program is rank 0's with peers renamed.
+  CHECK(rooted->gpus[5].threadblocks.size() == plan->gpus[0].threadblocks.size());
+  CHECK_THROWS_AS(rootedPlan(plan, 8), Error);
+  CHECK_THROWS_AS(rootedPlan(plan, 1, 3), Error);
+  CHECK_THROWS_AS(rootedPlan(nullptr, 0), Error);
+  try {
+    rootedPlan(stdlibPlan("alltoallv/allpairs", {{"ranks", "4"}}), 1);
+    FAIL("a plan sized by a count matrix was renamed");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::InvalidPlan);
+    CHECK_THAT(e.what(), Catch::Contains("variable_sizes"));
+  }
 }

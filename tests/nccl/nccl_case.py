@@ -28,7 +28,7 @@ def main():
     # AllToAllV (symbolic sizes) for grouped send/recv sets with unequal counts.
     subprocess.run([a.mscclc, "stdlib:alltoallv/allpairs", "-o", os.path.join(plans, "alltoallv_allpairs.json"),
                     "-D", "ranks=4"], check=True)
-    # Broadcast and Reduce (root 0).
+    # Broadcast and Reduce (root 0; other roots run them renamed).
     for algo in ["broadcast/tree", "reduce/chain"]:
         subprocess.run([a.mscclc, "stdlib:" + algo, "-o", os.path.join(plans, algo.replace("/", "_") + ".json"),
                         "-D", "ranks=4", "-D", "inplace=false"], check=True)
@@ -95,9 +95,12 @@ def main():
             problems.append("rank %d's send/recv ring did not go to NCCL with its reason" % rank)
         if len(re.findall(r"MSCCL INFO rank %d: nccl(AllReduce|AllGather) 0 bytes: nothing to do" % rank, p.stderr)) != 2:
             problems.append("rank %d's count-0 calls were not answered at once" % rank)
-        for api, nbytes, plan in [("ncclBroadcast", 4004, "broadcast_tree"), ("ncclReduce", 3108, "reduce_chain")]:
-            if not re.search(r"MSCCL INFO rank %d: %s %d bytes float32: plan %s " % (rank, api, nbytes, plan), p.stderr):
-                problems.append("rank %d's %s (root 0) did not run plan %s" % (rank, api, plan))
+        for api, nbytes, plan in [("ncclBroadcast", "4004 bytes float32", "broadcast_tree"),
+                                  ("ncclReduce", "3108 bytes float32", "reduce_chain"),
+                                  ("ncclBroadcast", "77 bytes uint8", "broadcast_tree"),
+                                  ("ncclReduce", "396 bytes float32", "reduce_chain")]:
+            if not re.search(r"MSCCL INFO rank %d: %s %s: plan %s " % (rank, api, nbytes, plan), p.stderr):
+                problems.append("rank %d's %s of %s did not run plan %s" % (rank, api, nbytes, plan))
         if not re.search(r"MSCCL INFO rank \d: ncclAllReduce 16384 bytes float32: plan allreduce_ring2 ", p.stderr):
             problems.append("the split communicators' allreduce did not run the 2-rank plan")
         for what in ["16384 bytes float32: plan", "16384 bytes int32: plan"]:

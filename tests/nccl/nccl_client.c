@@ -142,6 +142,23 @@ static void plannedExtras2(ncclComm_t comm, float *send, float *recv, size_t N, 
     if (rank == 0)
       for (size_t i = 0; i < Rc; ++i)
         expectEq("reduce", i, recv[i], (float)(nranks * (nranks - 1) / 2 + nranks * (int)(i % 9)));
+    /* Other roots: the root-0 plans renamed (msccl::rootedPlan). A non-root's recvbuff stays as
+       it was (NCCL's is the root's alone), uint8 moves as bytes. */
+    unsigned char *from = (unsigned char *)send, *to = (unsigned char *)recv;
+    for (size_t i = 0; i < 77; ++i)
+      from[i] = rank == 1 ? (unsigned char)(200 + i % 50) : 0, to[i] = 1;
+    NCCLCHECK(ncclBroadcast(from, to, 77, ncclUint8, 1, comm, stream));
+    for (size_t i = 0; i < 77; ++i)
+      expectEq("broadcast from 1", i, (float)to[i], (float)(200 + i % 50));
+    for (size_t i = 0; i < 99; ++i)
+      send[i] = (float)((rank * 37 + (int)i) % 101), recv[i] = -1.f;
+    NCCLCHECK(ncclReduce(send, recv, 99, ncclFloat32, ncclSum, 2, comm, stream));
+    for (size_t i = 0; i < 99; ++i) {
+      float sum = 0.f;
+      for (int r = 0; r < nranks; ++r)
+        sum += (float)((r * 37 + (int)i) % 101);
+      expectEq("reduce to 2", i, recv[i], rank == 2 ? sum : -1.f);
+    }
   }
 
   /* ncclAvg (float32 and int32: the sum divided by the rank count, truncated for integers) and a
@@ -277,12 +294,9 @@ int main(int argc, char **argv) {
   NCCLCHECK(ncclAllReduce(send, send, 256, ncclFloat32, ncclSum, comm, stream)); /* in place: no plan */
   printf("expect: ncclAllReduce rank=%d send=%p recv=%p count=256 type=%d op=%d stream=%p\n", rank, (void *)send,
          (void *)send, (int)ncclFloat32, (int)ncclSum, (void *)stream);
-  NCCLCHECK(ncclBroadcast(send, recv, 77, ncclUint8, 1, comm, stream));
-  printf("expect: ncclBroadcast rank=%d send=%p recv=%p count=77 type=%d root=1 stream=%p\n", rank, (void *)send,
-         (void *)recv, (int)ncclUint8, (void *)stream);
-  NCCLCHECK(ncclReduce(send, recv, 99, ncclFloat32, ncclMax, 2, comm, stream));
+  NCCLCHECK(ncclReduce(send, recv, 99, ncclFloat32, ncclProd, 2, comm, stream)); /* no prod */
   printf("expect: ncclReduce rank=%d send=%p recv=%p count=99 type=%d op=%d root=2 stream=%p\n", rank, (void *)send,
-         (void *)recv, (int)ncclFloat32, (int)ncclMax, (void *)stream);
+         (void *)recv, (int)ncclFloat32, (int)ncclProd, (void *)stream);
   int peer = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
   NCCLCHECK(ncclGroupStart());
   NCCLCHECK(ncclSend(send, 10 + (size_t)rank, ncclFloat32, peer, comm, stream));

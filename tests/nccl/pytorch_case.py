@@ -34,6 +34,8 @@ EXPECTED = [
     (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAllV: plan \S+ \(\S*/alltoallv\.json\)", [1, 1, 1, 1]),
     (r"ncclGroupEnd: 8 send/recv call\(s\) as an AllToAll: plan \S+ \(\S*/alltoall\.json\)", [1, 1, 1, 1]),
     (r"ncclReduce 132 bytes float32: plan \S+ \(\S*/reduce\.json\)", [1, 1, 1, 1]),
+    (r"ncclBroadcast 308 bytes float32 in-place: plan \S+ \(\S*/broadcast_ip\.json\)", [1, 1, 1, 1]),
+    (r"ncclReduce 180 bytes float32: plan \S+ \(\S*/reduce\.json\)", [1, 1, 1, 1]),
     (r"ncclAllGather 32 bytes int64: plan \S+ \(\S*/allgather\.json\)", [1, 1, 1, 1]),
 ]
 

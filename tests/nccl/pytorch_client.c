@@ -125,6 +125,14 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 1007; ++i)
     expect("broadcast", i, a[i], (float)(i % 113));
 
+  /* broadcast_object_list from rank 2 (in place, 77 elements): a root-0 plan renamed for root 2. */
+  for (size_t i = 0; i < 77; ++i)
+    a[i] = rank == 2 ? (float)(5000 + i) : -1.f;
+  CALL(ncclBroadcast(a, a, 77, ncclFloat32, 2, world, stream));
+  watchdog(world);
+  for (size_t i = 0; i < 77; ++i)
+    expect("broadcast from 2", i, a[i], (float)(5000 + i));
+
   /* all_gather of int64 sizes (as all_to_all with splits needs first): int64 moves as bytes. */
   {
     long long mine = 1000000000000LL + rank, sizes[16];
@@ -220,6 +228,16 @@ int main(int argc, char **argv) {
   if (rank == 0)
     for (size_t i = 0; i < 33; ++i)
       expect("reduce", i, b[i], (float)(nranks * (nranks + 1) / 2));
+
+  /* dist.reduce(dst=3): the root-0 plan renamed for root 3; other ranks' recv buffers untouched. */
+  for (size_t i = 0; i < 45; ++i) {
+    a[i] = (float)(rank * 100 + i);
+    b[i] = -7.f;
+  }
+  CALL(ncclReduce(a, b, 45, ncclFloat32, ncclSum, 3, world, stream));
+  watchdog(world);
+  for (size_t i = 0; i < 45; ++i)
+    expect("reduce to 3", i, b[i], rank == 3 ? (float)(100 * nranks * (nranks - 1) / 2 + nranks * (int)i) : -7.f);
 
   stuckCall(tp, a, b, stream);
   CALL(ncclCommFinalize(world));

@@ -149,6 +149,18 @@ PlanPtr compileSource(const std::string &source, const CompileParams &params = {
 /// Error(System) when unreadable.
 PlanPtr loadPlan(const std::string &path);
 
+/// A Broadcast or Reduce plan (written for root 0: plans have no root argument, as in MSCCL++)
+/// for root `root`: the same plan with rank 0's program on `root` (plan::relabelRanks with
+/// plan::rootPermutation; ranks of one node of `ranksPerNode` ranks stay on one node, 0 = one
+/// node). Works for any plan whose collective's end state is the same under renaming the ranks
+/// other than the root (broadcast, reduce). The result is a new plan: keep it (an executor
+/// prepares each plan once). root 0 returns `plan` itself. A Reduce defines `recv` on the root
+/// only: execute may write anything into other ranks' `recv` (NCCL leaves it alone and accepts
+/// null there; libmsccl_nccl.so gives such ranks a buffer of its own).
+/// Throws Error(InvalidArgument) for a null plan, root >= the plan's ranks or a ranksPerNode that
+/// does not divide them; Error(InvalidPlan) for a plan sized by a count matrix (AllToAllV).
+PlanPtr rootedPlan(const PlanPtr &plan, uint32_t root, uint32_t ranksPerNode = 0);
+
 // --- 2. PlanRegistry -------------------------------------------------------------------------
 
 /// In-place support of a plan. The plan's `inplace` says which one it was written for
