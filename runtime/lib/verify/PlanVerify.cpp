@@ -159,6 +159,7 @@ void Verifier::flatten() {
           ref.path = std::move(path);
           opRefs_.push_back(std::move(ref));
           opPtr_.push_back(&op);
+          opPos_.push_back({tb.actor, uint32_t(tb.ops.size())});
           tb.ops.push_back(FlatOp{&op, uint32_t(opRefs_.size() - 1)});
         };
         if (ops[k].type == OpType::Pipeline) {
@@ -248,14 +249,34 @@ void Verifier::reportRace(const Access &other, const Access &now, uint32_t rank,
     missing = "no barrier, semaphore or signal/wait between the threadblocks";
   else
     missing = "no signal/wait (followed by a nop) between them";
+  const std::string what = "rank " + std::to_string(rank) + "'s " + (packet ? "packets of " : "") + unitName(type, unit);
   std::vector<OpRef> ops;
+  if (other.op != kNone && now.op != kNone) {
+    // Report at the access that lacks its acquire (or the sync op that fails it), with the fix.
+    const RaceBlame b = blameRace(other.op, now.op);
+    if (b.culprit != kNone) {
+      const Access &early = b.early == other.op ? other : now;
+      const Access &late = &early == &other ? now : other;
+      const uint32_t at = b.culprit;
+      ops.push_back(ref(at, early.launch));
+      if (at != early.op)
+        ops.push_back(ref(early.op, early.launch));
+      ops.push_back(ref(late.op, late.launch));
+      if (b.related != kNone && b.related != at)
+        ops.push_back(ref(b.related, b.early == other.op ? other.launch : now.launch));
+      fail(FindingKind::Race, opRefs_[at].path,
+           who(early) + (early.write ? " writes " : " reads ") + what + ", which " + who(late) +
+               (late.write ? " writes" : " reads") + ", with nothing ordering them: " + missing + "; " + b.fix,
+           std::move(ops));
+      return;
+    }
+  }
   if (now.op != kNone)
     ops.push_back(ref(now.op, now.launch));
   if (other.op != kNone)
     ops.push_back(ref(other.op, other.launch));
   fail(FindingKind::Race, now.op != kNone ? opRefs_[now.op].path : opRefs_[other.op].path,
-       who(now) + (now.write ? " writes " : " reads ") + "rank " + std::to_string(rank) + "'s " +
-           (packet ? "packets of " : "") + unitName(type, unit) + " while " + who(other) +
+       who(now) + (now.write ? " writes " : " reads ") + what + " while " + who(other) +
            (other.write ? " wrote" : " read") + " it: " + missing,
        std::move(ops));
 }

@@ -9,6 +9,7 @@
 
 #include "msccl/verify/PlanVerify.h"
 
+#include "msccl/plan/OpTable.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Resolve.h"
 
@@ -117,6 +118,16 @@ struct TbRun {
   uint32_t serial = 0; ///< Ops executed (the op now running has tick serial + 1).
   uint32_t epoch = 0;  ///< Nops (and barriers) executed.
   std::string blockedOn;
+};
+
+/// Which of two racing ops is at fault (RaceBlame.cpp): `early` is the access that runs before
+/// the synchronisation its threadblock already has, `culprit` the op to report at (the access, or
+/// the wait/signal that lacks its nop or is relaxed), `fix` what to change. culprit == kNone:
+/// no synchronisation in the program would order them; report as found.
+struct RaceBlame {
+  uint32_t early = kNone, culprit = kNone;
+  uint32_t related = kNone; ///< The sync op the fix names (a note at its call), when not the culprit.
+  std::string fix;
 };
 
 struct BarrierState {
@@ -258,6 +269,14 @@ private:
   void access(const TbRun *tb, uint32_t actor, uint32_t opId, uint32_t launch, bool proxy, bool write, bool packet,
               uint32_t rank, BufferType type, uint64_t unit, uint64_t addr);
   void reportRace(const Access &other, const Access &now, uint32_t rank, BufferType type, uint64_t unit, bool packet);
+  RaceBlame blameRace(uint32_t opA, uint32_t opB) const;
+  /// Ranks that sync op `id` signals or waits on (its channels' peers, a switch's members).
+  std::vector<uint32_t> syncPeers(uint32_t id) const;
+  /// The first op after position `from` of threadblock `actor` that has one of `traits` and
+  /// syncs with rank `peer` (kNone when none); from = UINT32_MAX searches from the first op.
+  uint32_t nextSyncWith(uint32_t actor, uint32_t from, OpTraits traits, uint32_t peer) const;
+  /// Whether threadblock `actor` has a nop or barrier strictly between positions `from` and `to`.
+  bool nopBetween(uint32_t actor, uint32_t from, uint32_t to) const;
   // --- Execution -------------------------------------------------------------------------
   bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e);
   bool step(TbRun &tb);
@@ -292,6 +311,7 @@ private:
     return s;
   }
   std::vector<const Op *> opPtr_;
+  std::vector<std::pair<uint32_t, uint32_t>> opPos_; ///< Per op id: its threadblock (actor) and flat position.
 };
 
 } // namespace detail
