@@ -84,6 +84,10 @@ driver::MscclcOptions toOptions(const std::string &input, const CompileParams &p
   o.includeDirs = p.includeDirs;
   o.stdlibDir = p.stdlibDir.empty() ? libraryStdlibDir() : p.stdlibDir;
   o.noVerify = p.noVerify;
+  if (p.target == "msccl")
+    o.target = driver::Target::Msccl;
+  else if (!p.target.empty() && p.target != "mscclpp")
+    throw Error(ErrorCode::InvalidArgument, "CompileParams::target \"" + p.target + "\": expected mscclpp or msccl");
   return o;
 }
 
@@ -189,6 +193,8 @@ std::optional<std::string> manifestKey(const std::string &input, const std::stri
   for (auto &[n, v] : p.options)
     appendField(k, "option", n + "=" + v);
   appendField(k, "noVerify", p.noVerify ? "1" : "0");
+  if (p.target == "msccl") // only when set: the keys of every other compile stay as they were
+    appendField(k, "target", p.target);
   for (auto &d : p.includeDirs)
     appendField(k, "include", absolute(d));
   appendField(k, "stdlib", stdlib);
@@ -350,6 +356,8 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
       for (auto &[n, v] : params.options)
         appendField(k, "option", n + "=" + v);
       appendField(k, "noVerify", params.noVerify ? "1" : "0");
+      if (params.target == "msccl")
+        appendField(k, "target", params.target);
       for (auto &[name, contents] : *sources) {
         ci.sources.push_back(name);
         appendField(k, "source", contents);

@@ -142,6 +142,42 @@ TEST_CASE("parameters and the compiler version key the cache", "[cache]") {
   CHECK_THAT(compilerVersion(), Catch::StartsWith("msccl "));
 }
 
+TEST_CASE("the target: mscclpp's per-threadblock limits, or msccl's executors without them", "[cache]") {
+  test::TempDir cache;
+  CompileParams p = paramsIn(cache);
+  p.defines = {{"ranks", "64"}};
+  // 73 ops in one threadblock: past the MSCCL++ executor's 64 for the default target.
+  try {
+    compile("stdlib:allreduce/rabenseifner", p);
+    FAIL("the default target accepted 73 ops in one threadblock");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::CompileError);
+    CHECK_THAT(e.what(), Catch::Contains("exceed the executor limit of 64 (MAX_OPERATION)"));
+  }
+  CompileParams m = p;
+  m.target = "msccl";
+  CompileInfo info;
+  PlanPtr plan = compile("stdlib:allreduce/rabenseifner", m, &info);
+  CHECK(plan->gpus.size() == 64);
+  CHECK(plan->gpus[0].threadblocks[0].ops.size() == 73);
+  // The target keys the cache: the same program for mscclpp at 32 ranks is another entry.
+  CompileParams small = paramsIn(cache), smallMsccl = paramsIn(cache);
+  small.defines = smallMsccl.defines = {{"ranks", "32"}};
+  smallMsccl.target = "msccl";
+  CompileInfo a, b;
+  compile("stdlib:allreduce/rabenseifner", small, &a);
+  compile("stdlib:allreduce/rabenseifner", smallMsccl, &b);
+  CHECK(a.key != b.key);
+  CompileParams bad = p;
+  bad.target = "nccl";
+  try {
+    compile("stdlib:allreduce/rabenseifner", bad);
+    FAIL("an unknown target was accepted");
+  } catch (const Error &e) {
+    CHECK(e.code() == ErrorCode::InvalidArgument);
+  }
+}
+
 TEST_CASE("a corrupt entry is recompiled and replaced", "[cache]") {
   test::TempDir cache;
   CompileParams p = paramsIn(cache);

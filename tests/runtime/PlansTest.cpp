@@ -11,6 +11,7 @@
 #include "TestSupport.h"
 
 #include "msccl/plan/PlanJson.h"
+#include "msccl/runtime/PlanValidate.h"
 #include "msccl/runtime/CpuExecutor.h"
 #include "msccl/runtime/Verify.h"
 
@@ -46,7 +47,13 @@ TEST_CASE("hand-written plans produce their expected outcome", "[plans]") {
     std::string outcome, report;
     try {
       Plan plan = parsePlan(ss.str());
+      // As msccl-run validates for its default target (mscclpp): the MSCCL++ executor's limits
+      // hold, though the CPU executor itself has no such tables.
+      ValidateOptions vo;
+      vo.allowGlre = true;
+      validatePlan(plan, vo);
       RunOptions ro;
+      ro.planValidated = true;
       ro.size = msccl::test::sizesFor(plan, {4})[0];
       ro.iterations = 1;
       const bool raceCheck = kind == "ok" || kind == "race";

@@ -30,8 +30,9 @@ if [[ ! -f $dir/MANIFEST.tsv ]]; then
   exit
 fi
 # Plans over the MSCCL++ executor's per-threadblock limits (the old executor's too: it threw above
-# 64 ops per threadblock): refused by default, with the reason and a note naming --allow-over-limits,
-# in both formats; with --allow-over-limits they run and verify on the CPU executor, with a warning.
+# 64 ops per threadblock): refused for the default target (mscclpp), with the reason and a note
+# naming --target=msccl, in both formats; with --target=msccl they run and verify on this
+# project's executors (the CPU one here, the model too), with a warning.
 # (The 8-rank all-pairs plans, 448 gpu-level memory channels per gpu but 7 per threadblock, run as is:
 # both MSCCL++ executors read a threadblock's gpu-level channel ids as `int`.)
 declare -A overlimit=(
@@ -53,17 +54,18 @@ while IFS=$'\t' read -r plan _; do
     flags=()
     if [[ -n ${overlimit[$plan]:-} ]]; then
       out=$("$run" -n 1 --size 64K "$p" 2>&1); rc=$?
-      if [[ $rc == 0 ]] || ! grep -qF "${overlimit[$plan]}" <<<"$out" || ! grep -qF -- "--allow-over-limits runs the plan on the CPU executor" <<<"$out"; then
-        fail "$plan ($form): expected a refusal '${overlimit[$plan]}' naming --allow-over-limits, got exit $rc:"; echo "$out" | tail -5
+      if [[ $rc == 0 ]] || ! grep -qF "${overlimit[$plan]}" <<<"$out" || ! grep -qF -- "--target=msccl runs the plan on this project's executors" <<<"$out"; then
+        fail "$plan ($form): expected a refusal '${overlimit[$plan]}' naming --target=msccl, got exit $rc:"; echo "$out" | tail -5
       fi
       # The paths name the converted plan; msccl-run says so for a file in the older format.
       note="is in MSCCLPPLang's older plan format; the paths name the plan converted"
       if [[ $form == legacy ]] && ! grep -qF "$note" <<<"$out"; then fail "$plan: no note that the paths name the converted plan"; fi
       if [[ $form == current ]] && grep -qF "$note" <<<"$out"; then fail "$plan: upgraded plan reported as older format"; fi
-      flags=(--allow-over-limits)
-      # Only the CPU executor lacks the device tables: the other backends keep refusing.
-      out=$("$run" --allow-over-limits --backend sim "$p" 2>&1); rc=$?
-      [[ $rc == 2 ]] && grep -qF -- "--allow-over-limits needs the cpu backend" <<<"$out" || fail "$plan ($form): --allow-over-limits with the sim backend: exit $rc: $out"
+      flags=(--target=msccl)
+      # Every backend of this project runs it (the model here), and --allow-over-limits is the
+      # older spelling of --target=msccl.
+      out=$("$run" --allow-over-limits --backend sim --size 64K "$p" 2>&1); rc=$?
+      [[ $rc == 0 ]] || fail "$plan ($form): --allow-over-limits with the sim backend: exit $rc: $out"
     fi
     out=$("$run" "${flags[@]}" -n 1 --size 64K "$p" 2>&1); rc=$?
     if [[ $rc != 0 ]] || ! grep -q "all results correct" <<<"$out"; then
@@ -76,9 +78,9 @@ while IFS=$'\t' read -r plan _; do
   done
   vflags=()
   if [[ -n ${overlimit[$plan]:-} ]]; then
-    vout=$("$verify" "$tmp/$plan" 2>&1) && fail "$plan: msccl-verify accepts it without --allow-over-limits"
+    vout=$("$verify" "$tmp/$plan" 2>&1) && fail "$plan: msccl-verify accepts it without --target=msccl"
     grep -F "error: plan: gpus[0].threadblocks[0].ops[" <<<"$vout" | grep -qF "]: ${overlimit[$plan]}" || fail "$plan: msccl-verify does not name the limit"
-    vflags=(--allow-over-limits)
+    vflags=(--target=msccl)
   fi
   vout=$("$verify" "${vflags[@]}" "$tmp/$plan" 2>&1); vrc=$?
   if [[ $proven == *" $plan "* ]]; then

@@ -53,6 +53,32 @@ stdlib_refuse(allreduce/hierarchical per-node10 "supports at most 9 ranks per no
 stdlib_refuse(allreduce/hierarchical not-multiple "must be a multiple of ranks_per_node" DEFINES ranks=10 ranks_per_node=4)
 stdlib_refuse(allreduce/hierarchical one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
 
+stdlib_run(allreduce/rabenseifner r2 DEFINES ranks=2)
+stdlib_run(allreduce/rabenseifner r4-c2 DEFINES ranks=4 chunks=2 DTYPE int32)
+stdlib_run(allreduce/rabenseifner r8 DEFINES ranks=8 DTYPE float16)
+stdlib_run(allreduce/rabenseifner r32 DEFINES ranks=32 DTYPE int32 MODES out-of-place)
+stdlib_refuse(allreduce/rabenseifner instances2 "supports only instances = 1" DEFINES ranks=8 instances=2)
+stdlib_refuse(allreduce/rabenseifner r6 "ranks must be a power of two" DEFINES ranks=6)
+stdlib_refuse(allreduce/rabenseifner ranks1 "needs at least 2 ranks" DEFINES ranks=1)
+# 73 (64 ranks) and 97 (256 ranks) ops in one threadblock: past the MSCCL++ executor's 64, so
+# refused for the default target and run on this project's executors with --target msccl.
+stdlib_refuse(allreduce/rabenseifner r64-mscclpp "exceed the executor limit of 64 (MAX_OPERATION)" DEFINES ranks=64)
+stdlib_run(allreduce/rabenseifner r64 TARGET msccl DEFINES ranks=64 DTYPE int32)
+stdlib_run(allreduce/rabenseifner r256 TARGET msccl DEFINES ranks=256 DTYPE int32 MODES out-of-place)
+stdlib_run(allreduce/rabenseifner r64-cuda-host TARGET msccl BACKEND cuda-host DEFINES ranks=64 MODES in-place)
+
+stdlib_run(allreduce/twod g2x2 DEFINES ranks=4 cols=2)
+stdlib_run(allreduce/twod g2x3 DEFINES ranks=6 cols=3 DTYPE int32)
+stdlib_run(allreduce/twod g3x2-c2 DEFINES ranks=6 cols=2 chunks=2 DTYPE float16)
+stdlib_run(allreduce/twod g4x4 DEFINES ranks=16 cols=4 DTYPE int32 MODES in-place)
+stdlib_refuse(allreduce/twod one-row "at least 2 rows and 2 columns" DEFINES ranks=4 cols=4)
+stdlib_refuse(allreduce/twod not-multiple "must be rows x cols" DEFINES ranks=6 cols=4)
+# 8 x 8 and 16 x 16: 28 and 60 remote buffers in one threadblock, past the MSCCL++ executor's 16.
+stdlib_refuse(allreduce/twod g8x8-mscclpp "more than 16 remote buffers per access type" DEFINES ranks=64 cols=8)
+stdlib_run(allreduce/twod g8x8 TARGET msccl DEFINES ranks=64 cols=8 DTYPE int32)
+stdlib_run(allreduce/twod g16x16 TARGET msccl DEFINES ranks=256 cols=16 DTYPE int32 MODES in-place)
+stdlib_run(allreduce/twod g8x8-cuda-host TARGET msccl BACKEND cuda-host DEFINES ranks=64 cols=8 MODES out-of-place)
+
 # ---- allgather ----------------------------------------------------------------------------
 stdlib_run(allgather/allpairs r2 DEFINES ranks=2)
 stdlib_run(allgather/allpairs r3 DEFINES ranks=3 DTYPE int32)

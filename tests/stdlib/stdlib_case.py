@@ -31,11 +31,14 @@ def main():
                     help="bytes per plan chunk of the smallest size (a multiple of the buffer alignment)")
     ap.add_argument("--factor", type=int, default=4)
     ap.add_argument("--steps", type=int, default=3, help="number of sizes in the sweep")
+    ap.add_argument("--target", choices=["mscclpp", "msccl"], default="mscclpp",
+                    help="mscclc/msccl-run --target (msccl: no MSCCL++ per-threadblock limits)")
+    ap.add_argument("--backend", default="cpu", help="msccl-run backend (races are checked on cpu only)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="stdlib-") as tmp:
         plan_path = os.path.join(tmp, args.algo.replace("/", "_") + ".json")
-        cmd = [args.mscclc, "stdlib:" + args.algo, "-o", plan_path]
+        cmd = [args.mscclc, "stdlib:" + args.algo, "-o", plan_path, "--target=" + args.target]
         for d in args.defines:
             cmd += ["-D", d]
         print("+ " + " ".join(cmd), flush=True)
@@ -64,15 +67,18 @@ def main():
         # msccl-run's size is chunk bytes x max(input_chunks, output_chunks) (runtime messageSizesFor).
         base = chunk_bytes * max(gpu["input_chunks"], gpu["output_chunks"])
         top = base * args.factor ** (args.steps - 1)
-        cmd = [args.run, plan_path, "--backend", "cpu", "-b", str(base), "-e", str(top), "-f", str(args.factor),
-               "-d", args.dtype, "--" + args.mode, "-n", "2", "-w", "1", "--check", "--race-check"]
+        cmd = [args.run, plan_path, "--backend", args.backend, "-b", str(base), "-e", str(top), "-f", str(args.factor),
+               "-d", args.dtype, "--" + args.mode, "-n", "2", "-w", "1", "--check", "--target=" + args.target]
+        if args.backend == "cpu":
+            cmd.append("--race-check")
         print("+ " + " ".join(cmd), flush=True)
         run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         sys.stdout.write(run.stdout)
         if run.returncode != 0:
             print("FAIL: msccl-run exited with %d" % run.returncode)
             return 1
-        rows = [l for l in run.stdout.splitlines() if l.strip() and not l.startswith("#")]
+        rows = [l for l in run.stdout.splitlines() if l.strip() and not l.startswith("#")
+                and not l.startswith("msccl-run: warning:")]
         if len(rows) != args.steps or any("skipped" in l for l in rows):
             print("FAIL: expected %d verified sizes, got:\n%s" % (args.steps, "\n".join(rows)))
             return 1

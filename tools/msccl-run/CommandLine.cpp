@@ -72,10 +72,12 @@ struct CommandLine {
                           cl::init(false), cl::cat(Cat)};
   cl::opt<bool> noRaceCheck{"no-race-check", cl::desc("cpu backend: do not check for data races"), cl::init(false),
                             cl::cat(Cat)};
-  cl::opt<bool> allowOverLimits{"allow-over-limits",
-                                cl::desc("cpu backend: run a plan that exceeds the MSCCL++ executor's per-threadblock "
-                                         "limits (64 ops, 16 channels or remote buffers of a type), with a warning; "
-                                         "such a plan runs on the CPU executor only"),
+  cl::opt<std::string> target{"target",
+                              cl::desc("The executors the plan is for: mscclpp (default: the MSCCL++ executor's "
+                                       "per-threadblock limits of 64 ops and 16 channels or remote buffers of a type "
+                                       "hold) or msccl (this project's executors only: no such limit)"),
+                              cl::value_desc("mscclpp|msccl"), cl::init("mscclpp"), cl::cat(Cat)};
+  cl::opt<bool> allowOverLimits{"allow-over-limits", cl::desc("The same as --target=msccl (its older spelling)"),
                                 cl::init(false), cl::cat(Cat)};
   cl::opt<std::string> counts{"counts",
                               cl::desc("AllToAllV plans: count matrix uniform, random[:SEED], skewed, zero or FILE.json"),
@@ -114,7 +116,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout), std::addressof(counts), std::addressof(allowOverLimits)};
+    cl::Option *all[] = {std::addressof(input), std::addressof(defines), std::addressof(includeDirs), std::addressof(backend), std::addressof(minBytes), std::addressof(maxBytes), std::addressof(factor), std::addressof(size), std::addressof(dataType), std::addressof(reduceOp), std::addressof(inPlace), std::addressof(outOfPlace), std::addressof(iters), std::addressof(warmup), std::addressof(check), std::addressof(noCheck), std::addressof(checkNum), std::addressof(raceCheck), std::addressof(noRaceCheck), std::addressof(packet), std::addressof(jsonl), std::addressof(plans), std::addressof(collective), std::addressof(nranks), std::addressof(progressAfter), std::addressof(topology), std::addressof(suggestRanges), std::addressof(morePlans), std::addressof(sourceMap), std::addressof(timeout), std::addressof(counts), std::addressof(target), std::addressof(allowOverLimits)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -204,9 +206,9 @@ std::string toOptions(const CommandLine &c, Options &o) {
   o.raceCheck = c.raceCheck && !c.noRaceCheck;
   if (o.raceCheck && o.backend != "cpu")
     return "--race-check needs the cpu backend";
-  o.allowOverLimits = c.allowOverLimits;
-  if (o.allowOverLimits && o.backend != "cpu")
-    return "--allow-over-limits needs the cpu backend (the " + o.backend + " backend has the executor's limits)";
+  if (c.target != "mscclpp" && c.target != "msccl")
+    return "--target=" + c.target + ": expected mscclpp or msccl";
+  o.allowOverLimits = c.allowOverLimits || c.target == "msccl";
   o.factor = c.factor;
   o.counts = c.counts;
   if (!o.counts.empty() && !c.plans.empty())

@@ -101,6 +101,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     mo.input = o.input;
     mo.defines = o.defines;
     mo.includeDirs = o.includeDirs;
+    mo.target = o.allowOverLimits ? driver::Target::Msccl : driver::Target::Mscclpp;
     std::istringstream noStdin;
     llvm::raw_os_ostream errs(err);
     std::optional<Plan> compiled = driver::compilePlan(mo, noStdin, errs);
@@ -130,7 +131,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
           << "today's format (`plan-convert " << o.input << "` prints it)\n";
     if (std::all_of(problems.begin(), problems.end(), [](const PlanDiagnostic &d) { return d.deviceLimit; }))
       err << "msccl-run: note: only the MSCCL++ executor's per-threadblock limits are exceeded; "
-          << "--allow-over-limits runs the plan on the CPU executor\n";
+          << "--target=msccl runs the plan on this project's executors\n";
     return 1;
   }
   if (o.allowOverLimits) {
@@ -138,7 +139,7 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
     if (!over.empty())
       err << "msccl-run: warning: " << o.input << ": " << over[0].str()
           << (over.size() > 1 ? " (and " + std::to_string(over.size() - 1) + " more)" : std::string())
-          << "; runs on the CPU executor only\n";
+          << "; the MSCCL++ executor refuses the plan (--target=msccl: this project's executors run it)\n";
   }
   if (lp.plan.variableSizes && o.counts.empty()) {
     err << "msccl-run: error: " << o.input << ": " << needsCountsMessage(lp.plan)

@@ -52,8 +52,9 @@ struct Options {
   unsigned warmup = 1;                   ///< -w
   bool check = true;                     ///< --check / --no-check / -c 0|1
   bool raceCheck = false;                ///< --race-check (cpu backend)
-  /// --allow-over-limits (cpu backend): run a plan over the MSCCL++ executor's per-threadblock
-  /// table sizes (ValidateOptions::deviceLimits), with a warning per limit exceeded.
+  /// --target=msccl (or its older spelling --allow-over-limits): run a plan over the MSCCL++
+  /// executor's per-threadblock table sizes (ValidateOptions::deviceLimits) on any backend of this
+  /// project, with a warning naming the first limit exceeded.
   bool allowOverLimits = false;
   std::string jsonlPath;                 ///< --jsonl FILE ("" = none)
   std::string plansDir;                  ///< --plans DIR ("" = a single input)

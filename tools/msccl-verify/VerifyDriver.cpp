@@ -21,15 +21,17 @@
 namespace msccl::tools {
 
 static void usage(std::ostream &os) {
-  os << "usage: msccl-verify [--jsonl] [--out-of-place] [--no-races] [--allow-over-limits] [--quiet] [--source-map FILE] PLAN.json...\n"
+  os << "usage: msccl-verify [--jsonl] [--out-of-place] [--no-races] [--target=mscclpp|msccl] [--quiet] [--source-map FILE] PLAN.json...\n"
         "  Proves that each execution plan computes its collective (postcondition), cannot deadlock and\n"
         "  has no data race under the GPU launch model (docs/verification.md), or reports why not.\n"
         "  --jsonl         one JSON object per finding and one summary object per plan\n"
         "  --source-map FILE  name the .msccl call of every op (mscclc --source-map FILE)\n"
         "  --out-of-place  verify with separate input/output buffers even if the plan says inplace\n"
         "  --no-races      skip the race check (postcondition and deadlock only)\n"
-        "  --allow-over-limits  report the MSCCL++ executor's per-threadblock limits (64 ops, 16 channels\n"
-        "                  or remote buffers of a type) as warnings: such a plan runs on the CPU executor only\n"
+        "  --target=mscclpp|msccl  the executors the plan is for: mscclpp (default) holds it to the MSCCL++\n"
+        "                  executor's per-threadblock limits (64 ops, 16 channels or remote buffers of a type);\n"
+        "                  msccl (this project's executors) reports them as warnings only\n"
+        "  --allow-over-limits  the same as --target=msccl\n"
         "  --quiet         print errors only (no warnings, no summary line)\n"
         "  Exit status: 0 proven (warnings allowed), 1 findings, 2 unreadable input or bad usage.\n";
 }
@@ -84,7 +86,8 @@ int runMscclVerify(int argc, const char *const *argv, std::ostream &out, std::os
     }
     else if (a == "--out-of-place") vo.followInplace = false;
     else if (a == "--no-races") vo.races = false;
-    else if (a == "--allow-over-limits") vo.deviceLimits = false;
+    else if (a == "--allow-over-limits" || a == "--target=msccl") vo.deviceLimits = false;
+    else if (a == "--target=mscclpp") vo.deviceLimits = true;
     else if (a == "--quiet" || a == "-q") quiet = true;
     else if (a == "--help" || a == "-h") {
       usage(out);

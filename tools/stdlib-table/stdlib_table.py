@@ -43,6 +43,8 @@ SHAPES = {
     "allreduce/pipelined": [{"ranks": 8}, {"ranks": 16}],
     "allreduce/nvls": [{"ranks": 8}, {"ranks": 16}],
     "allreduce/hierarchical": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
+    "allreduce/rabenseifner": [{"ranks": 8}, {"ranks": 16}],
+    "allreduce/twod": [{"ranks": 8, "cols": 4}, {"ranks": 16, "cols": 4}],
     "allgather/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "allgather/ring": [{"ranks": 8}, {"ranks": 16}],
     "allgather/packet": [{"ranks": 8}, {"ranks": 16}],

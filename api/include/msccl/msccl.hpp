@@ -103,6 +103,11 @@ struct CompileParams {
   std::string stdlibDir;
   /// Skip the plan checks and the static verifier (`--no-verify`). Part of the cache key.
   bool noVerify = false;
+  /// mscclc's --target: "mscclpp" (the default, "" too: the MSCCL++ executor's per-threadblock
+  /// limits of 64 ops and 16 channels or remote buffers of a type hold) or "msccl" (this
+  /// project's executors only: no such limit). Anything else is Error(InvalidArgument). Part of
+  /// the cache key when not the default.
+  std::string target;
   /// Use the on-disk cache (read and write). False: always compile, write nothing.
   bool useCache = true;
   /// The cache directory; "" = defaultCacheDir().

@@ -77,6 +77,12 @@ struct CommandLine {
                                             clEnumValN(PlanFormat::Legacy, "legacy",
                                                        "MSCCLPPLang's older format (mscclpplang-style programs)")),
                                  cl::cat(cat)};
+  cl::opt<Target> target{"target", cl::desc("The executors the plan is for"), cl::init(Target::Mscclpp),
+                         cl::values(clEnumValN(Target::Mscclpp, "mscclpp",
+                                               "MSCCL++'s executor and ours: its per-threadblock limits hold (default)"),
+                                    clEnumValN(Target::Msccl, "msccl",
+                                               "this project's executors only: no per-threadblock op or channel limit")),
+                         cl::cat(cat)};
   cl::list<std::string> printAfter{"print-after",
                                    cl::desc("Print the IR to stderr after a pass (pairing, fusion, "
                                             "sync-insertion, dependency, replication, or all)"),
@@ -115,7 +121,7 @@ struct CommandLine {
   CommandLine &operator=(const CommandLine &) = delete;
   ~CommandLine() {
     // std::addressof: cl::list's operator& yields its vector.
-    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(planFormat), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact), std::addressof(verifyIrEach), std::addressof(sourceMapFile)};
+    cl::Option *all[] = {std::addressof(inputFile), std::addressof(outputFile), std::addressof(defines), std::addressof(includeDirs), std::addressof(emit), std::addressof(planFormat), std::addressof(target), std::addressof(printAfter), std::addressof(noFusion), std::addressof(noAutoSync), std::addressof(noVerify), std::addressof(instances), std::addressof(protocol), std::addressof(optionOverrides), std::addressof(verify), std::addressof(listStdlib), std::addressof(maxLoop), std::addressof(maxDepth), std::addressof(maxPlanSize), std::addressof(compact), std::addressof(verifyIrEach), std::addressof(sourceMapFile)};
     for (cl::Option *o : all)
       o->removeArgument();
   }
@@ -127,6 +133,7 @@ struct CommandLine {
     o.includeDirs.assign(includeDirs.begin(), includeDirs.end());
     o.emit = emit;
     o.planFormat = planFormat;
+    o.target = target;
     o.printAfter.assign(printAfter.begin(), printAfter.end());
     o.noFusion = noFusion;
     o.noAutoSync = noAutoSync;
@@ -156,6 +163,7 @@ struct Options {
   Emit emit = Emit::Json;
   PlanFormat planFormat = PlanFormat::Current;
   bool noFusion = false, noAutoSync = false, noVerify = false, verifyIrEach = false;
+  bool deviceLimits = true; ///< Target::Mscclpp
   std::string sourceMapFile;
 };
 
@@ -211,7 +219,7 @@ bool compileLegacyProgram(diag::DiagEngine &diag, llvm::SMLoc loc, legacy::Progr
     diag.report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
     return false;
   }
-  if (!o.noVerify && !verifyCompiledPlan(diag, loc, *output.plan, nullptr))
+  if (!o.noVerify && !verifyCompiledPlan(diag, loc, *output.plan, nullptr, o.deviceLimits))
     return false;
   return true;
 }
@@ -313,7 +321,8 @@ bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Ou
   if (output.plan && output.plan->variableSizes &&
       !deriveVariableSizes(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
     return false;
-  if (!o.noVerify && !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get())) {
+  if (!o.noVerify &&
+      !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get(), o.deviceLimits)) {
     explainFailedVerification(diag, r.program->ir(), unit.program->loc); // compile() left the IR as elaborated
     return false;
   }
@@ -478,6 +487,7 @@ bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
   o.noFusion = mo.noFusion;
   o.noAutoSync = mo.noAutoSync;
   o.noVerify = mo.noVerify;
+  o.deviceLimits = mo.target == Target::Mscclpp;
   o.verifyIrEach = mo.verifyIrEach;
   o.sourceMapFile = mo.sourceMap;
   if (!mo.sourceMap.empty() && mo.emit != Emit::Json) {

@@ -25,6 +25,10 @@ namespace {
 constexpr uint64_t kMaxChunks = uint64_t(1) << 32, kMaxBufferAlignment = uint64_t(1) << 30;
 constexpr size_t kMaxOperations = 64, kMaxChannels = 16, kMaxChannelsPerOp = 8, kMaxEntriesPerOp = 10,
                  kMaxBarriers = 16, kMaxSemaphoresPerOp = 16;
+/// This project's own per-op bounds (the CUDA device layer's pointer and id arrays, DevicePlan.h
+/// kMaxEntriesPerSide and kMaxIdsPerOp): errors for every target, where MSCCL++'s smaller
+/// kMaxEntriesPerOp and kMaxChannelsPerOp are limits of its executor only (deviceLimit).
+constexpr size_t kOwnMaxEntriesPerOp = 16, kOwnMaxChannelsPerOp = 16;
 
 /// Whether `op` (or an op of its pipeline) has a remote entry of channel type `ct` whose
 /// tb-local buffer index is `from` or more.
@@ -49,7 +53,8 @@ struct Checker {
   ResolvedPlan resolved;
 
   void error(const std::string &path, const std::string &msg) { diags.push_back({path, msg}); }
-  /// A finding against the executor's fixed per-threadblock tables (ValidateOptions::deviceLimits).
+  /// A finding against the MSCCL++ executor's fixed tables only (ValidateOptions::deviceLimits):
+  /// per threadblock (ops, channels, remote buffers) and per op (entries, channel ids).
   void limit(const std::string &path, const std::string &msg) { diags.push_back({path, msg, true}); }
 
   uint64_t chunksOf(uint32_t rank, BufferType t) const {
@@ -300,8 +305,10 @@ struct Checker {
                     const std::vector<BufferRef> &v, const OpSide &side, size_t minCount) {
     if (v.size() < minCount)
       return error(p + "." + key, "needs at least " + std::to_string(minCount) + " entr" + (minCount == 1 ? "y" : "ies"));
-    if (v.size() > kMaxEntriesPerOp)
-      error(p + "." + key, std::to_string(v.size()) + " entries exceed the executor limit of 10 per op");
+    if (v.size() > kOwnMaxEntriesPerOp)
+      error(p + "." + key, std::to_string(v.size()) + " entries exceed the limit of 16 per op of every executor");
+    else if (v.size() > kMaxEntriesPerOp)
+      limit(p + "." + key, std::to_string(v.size()) + " entries exceed the executor limit of 10 per op");
     static constexpr Need kNeed[] = {Any, LocalE, RemoteE, SwitchE}; // by oprole location A, L, R, S
     for (size_t j = 0; j < v.size(); ++j) {
       const EntryRole role = side.role(j);
@@ -333,8 +340,10 @@ struct Checker {
     // channel_ids.
     if (op.channelIds) {
       const auto &ids = *op.channelIds;
-      if (ids.size() > kMaxChannelsPerOp)
-        error(p + ".channel_ids", std::to_string(ids.size()) + " channels exceed the executor limit of 8 per op");
+      if (ids.size() > kOwnMaxChannelsPerOp)
+        error(p + ".channel_ids", std::to_string(ids.size()) + " channels exceed the limit of 16 per op of every executor");
+      else if (ids.size() > kMaxChannelsPerOp)
+        limit(p + ".channel_ids", std::to_string(ids.size()) + " channels exceed the executor limit of 8 per op");
       const auto &table = channelTable(rtb, ct);
       if (!ids.empty() && ct == ChannelType::None)
         error(p + ".channel_type", "channel_ids are given but channel_type is none");

@@ -161,6 +161,7 @@ ExecuteResult CpuExecutor::execute(const ExecuteRequest &req) {
   const Plan &plan = *req.plan;
   ValidateOptions vo;
   vo.allowGlre = true;
+  vo.deviceLimits = false; // our tables are sized from the plan (no MSCCL++ per-threadblock limit)
   if (!req.planValidated)
     validatePlan(plan, vo);
   if (req.buffers.size() != plan.gpus.size())

@@ -244,6 +244,7 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
                                                 std::to_string(plan.gpus.size()) + " ranks");
   runtime::ValidateOptions vo;
   vo.allowGlre = true; // emulated like glres
+  vo.deviceLimits = false; // our tables are sized from the plan (no MSCCL++ per-threadblock limit)
   if (!req.planValidated)
     runtime::validatePlan(plan, vo);
 

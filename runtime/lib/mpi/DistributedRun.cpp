@@ -499,6 +499,7 @@ struct DistributedSession::Impl {
     if (!o.planValidated) { // msccl-run validates once before its sweep
       ValidateOptions vo;
       vo.allowGlre = true;
+      vo.deviceLimits = false; // the CPU machine has no MSCCL++ per-threadblock tables
       validatePlan(plan, vo);
     }
     rep = startRun(plan, o);

@@ -48,6 +48,7 @@ ExecuteResult SimExecutor::execute(const ExecuteRequest &request) {
   if (fresh) {
     ValidateOptions vo;
     vo.allowGlre = true;
+    vo.deviceLimits = false; // the model has no MSCCL++ per-threadblock table (mscclc --target)
     validatePlan(*p, vo);
     validated_ = p;
     validatedRanks_ = p->gpus.size();
@@ -91,6 +92,7 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
     for (size_t i : members[gi]) {
       ValidateOptions vo;
       vo.allowGlre = true;
+      vo.deviceLimits = false; // the model has no MSCCL++ per-threadblock table (mscclc --target)
       validatePlan(*plans[i], vo); // once per plan, not per size
       open.push_back(*plans[i]);
       open.back().minMessageSize = 0;

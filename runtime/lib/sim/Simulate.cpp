@@ -465,6 +465,7 @@ SimReport simulate(const Plan &plan, const Topology &topo, uint64_t inputBytes, 
   if (validate) {
     ValidateOptions vo;
     vo.allowGlre = true;
+    vo.deviceLimits = false; // the model has no MSCCL++ per-threadblock table (mscclc --target)
     validatePlan(plan, vo);
   }
   if (plan.gpus.size() > topo.gpus())

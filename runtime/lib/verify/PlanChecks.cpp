@@ -131,9 +131,11 @@ struct Checker {
     runtime::ValidateOptions vo;
     vo.allowGlre = true; // reported as a hazard below
     for (const runtime::PlanDiagnostic &d : runtime::checkPlan(plan, vo))
-      if (d.deviceLimit && !deviceLimits)
-        add(FindingKind::Plan, true, d.path, d.message + "; runs on the CPU executor only");
-      else
+      if (d.deviceLimit && !deviceLimits) {
+        add(FindingKind::Plan, true, d.path,
+            d.message + "; the MSCCL++ executor refuses the plan (this project's executors run it)");
+        out.back().deviceLimit = true;
+      } else
         add(FindingKind::Plan, false, d.path, d.message);
     uint64_t ops = 0;
     for (const Gpu &g : plan.gpus)

@@ -32,6 +32,12 @@ enum class Emit { Ast, Ir, Json };
 /// The JSON plan format mscclc writes: today's MSCCL++ format, or MSCCLPPLang's older one
 /// (msccl/legacy/LegacyPlanFormat.h; programs in the mscclpplang style only).
 enum class PlanFormat { Current, Legacy };
+/// Which executors the plan is for (--target). Mscclpp: MSCCL++'s executor as well as ours, so
+/// its fixed per-threadblock tables bound the plan (64 ops, 16 channels or remote buffers of a
+/// type per threadblock; runtime/PlanValidate.h deviceLimit findings are errors). Msccl: this
+/// project's executors only (CPU, CUDA and its host implementation, MPI), which size their
+/// tables from the plan: those limits are lifted; every other check stays.
+enum class Target { Mscclpp, Msccl };
 
 /// mscclc's command line, parsed. The defaults are those of an empty command line.
 struct MscclcOptions {
@@ -42,6 +48,7 @@ struct MscclcOptions {
   std::vector<std::string> includeDirs;   ///< -I DIR, in order.
   Emit emit = Emit::Json;                 ///< --emit=ast|ir|json
   PlanFormat planFormat = PlanFormat::Current; ///< --plan-format=current|legacy
+  Target target = Target::Mscclpp;        ///< --target=mscclpp|msccl
   std::vector<std::string> printAfter;    ///< --print-after=PASS (pass names or `all`).
   bool noFusion = false;                  ///< --no-fusion
   bool noAutoSync = false;                ///< --no-auto-sync

@@ -30,7 +30,9 @@ void reportSourceFrames(diag::DiagEngine &diag, const ir::OpSource &src);
 /// reports what cannot be sized at run time as err_variable_size at the op's .msccl call (first
 /// problem, then a count). Returns false when any.
 bool deriveVariableSizes(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources);
-/// `sources` may be null (findings are then reported at `fallback`).
-bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources);
+/// `sources` may be null (findings are then reported at `fallback`). `deviceLimits` false (the
+/// msccl target) drops the MSCCL++ executor's per-threadblock table limits (Driver.h Target).
+bool verifyCompiledPlan(diag::DiagEngine &diag, llvm::SMLoc fallback, plan::Plan &plan, backend::SourceMap *sources,
+                        bool deviceLimits = true);
 
 } // namespace msccl::driver

@@ -73,14 +73,17 @@ struct Finding {
   std::string path;         ///< JSON path of the offending value ("" for the plan).
   std::string message;      ///< Lower-case, self-contained.
   std::vector<OpRef> ops;   ///< The ops involved (race: both; deadlock: the cycle).
+  /// A limit of the MSCCL++ executor's fixed tables only (runtime::PlanDiagnostic::deviceLimit):
+  /// this project's executors run the plan (mscclc --target msccl drops such findings).
+  bool deviceLimit = false;
   std::string str() const;  ///< "error: deadlock: <path>: <message>"
 };
 
 /// Checks of item 1. Errors for what validatePlan or the MSCCL++ loader reject or mis-read;
 /// warnings (Hazard) for flush, non-sum reduce_op and glre. Never throws.
-/// deviceLimits = false (msccl-verify --allow-over-limits) reports the MSCCL++ executor's
-/// per-threadblock table limits (runtime::PlanDiagnostic::deviceLimit) as warnings: the plan then
-/// runs on the CPU executor only.
+/// deviceLimits = false (msccl-verify --target msccl) reports the MSCCL++ executor's
+/// per-threadblock table limits (runtime::PlanDiagnostic::deviceLimit) as warnings marked
+/// Finding::deviceLimit: the plan then runs on this project's executors, not on MSCCL++'s.
 std::vector<Finding> checkPlanShape(const plan::Plan &plan, bool deviceLimits = true);
 
 /// Splits every signal/wait/rlxsignal/rlxwait/flush op over more than 8 channel ids into
