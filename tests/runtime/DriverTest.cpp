@@ -199,7 +199,8 @@ TEST_CASE("msccl-run --race-check finds the races of in-place AllGathers with a 
   REQUIRE(fd >= 0);
   close(fd);
   const std::string jsonl = tmpl;
-  Result ok = run({dir + "launch_ok_inplace_allgather_4.json", "-b", "1K", "-e", "4K", "--race-check", "--jsonl", jsonl});
+  Result ok =
+      run({dir + "launch_ok_inplace_allgather_4.json", "-b", "1K", "-e", "4K", "--race-check", "--jsonl", jsonl});
   INFO(ok.out << ok.err);
   CHECK(ok.rc == 0);
   CHECK_THAT(ok.out, Catch::Contains("all results correct, no data race (--race-check)"));
