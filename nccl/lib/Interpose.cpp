@@ -5,7 +5,8 @@
 //   * ncclGetUniqueId makes our unique id (rank 0's address, runtime/Communicator.h) with the
 //     real NCCL's id inside it; ncclCommInitRank builds our communicator from it (no MPI: the
 //     unique-id bootstrap) and, alongside, the real NCCL's communicator from the real id, so
-//     any later call can fall back (also point-to-point calls, which only some ranks make);
+//     any later call can fall back (also point-to-point calls, which only some ranks make;
+//     RealInit.cpp, which also says why where the real NCCL cannot make it);
 //   * the registry (msccl.hpp's PlanRegistry) is filled once per process at the first init from
 //     MSCCL_PLANS (a directory of .json plans and .msccl programs, compiled through the cache
 //     with the -D values of MSCCL_PLANS_DEFINES="ranks=8,inplace=false");
@@ -81,23 +82,6 @@ std::shared_ptr<msccl::PlanRegistry> gRegistry;
 std::string gRegistryError;
 bool gRegistryLoaded = false;
 thread_local std::string tLastError;
-
-/// Why the real NCCL's communicator could not be made: its own words (ncclGetErrorString, and
-/// ncclGetLastError where that NCCL has it), then what usually causes it and what to do.
-std::string realInitFailure(ncclResult_t rc) {
-  std::string what = "error " + std::to_string(int(rc));
-  if (auto f = realFn<const char *(*)(ncclResult_t)>("ncclGetErrorString"))
-    if (const char *t = f(rc))
-      what += " (" + std::string(t) + ")";
-  if (auto g = realFn<const char *(*)(ncclComm_t)>("ncclGetLastError"))
-    if (const char *t = g(nullptr); t && *t)
-      what += ": " + std::string(t);
-  return "the real NCCL's ncclCommInitRank failed with " + what +
-         ". Calls that no registered plan takes will fail with ncclInvalidUsage. Usual causes: no GPU visible "
-         "to this process (CUDA_VISIBLE_DEVICES), several ranks on one GPU (NCCL wants one GPU per rank), an "
-         "NCCL_* setting; NCCL_DEBUG=INFO prints NCCL's own reason. MSCCL_BACKEND=cpu with plans for every call "
-         "needs no NCCL";
-}
 
 bool infoLogging() {
   static const bool on = [] {
@@ -443,24 +427,7 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
     RealId root;
     std::memcpy(&root, all[0].data(), sizeof root);
     attachPlans(*c, backend == Backend::Cpu);
-    if (root.have) {
-      using InitConfig = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
-      using Init = ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int);
-      ncclResult_t rc = ncclSuccess;
-      if (auto f = config ? realFn<InitConfig>("ncclCommInitRankConfig") : nullptr)
-        rc = f(&c->real, nranks, root.id, rank, config);
-      else if (auto g = realFn<Init>("ncclCommInitRank"))
-        rc = g(&c->real, nranks, root.id, rank);
-      if (rc != ncclSuccess) { // e.g. a real NCCL on a machine without a GPU: plans still run
-        c->real = nullptr;
-        c->realWhy = realInitFailure(rc);
-        // Said once per job (rank 0), every rank's own at MSCCL_DEBUG=INFO: plans still run.
-        if (rank == 0)
-          std::fprintf(stderr, "MSCCL WARN %s\n", c->realWhy.c_str());
-        else if (infoLogging())
-          logLine("rank %d: %s", rank, c->realWhy.c_str());
-      }
-    }
+    initReal(*c, root.have ? &root.id : nullptr, config); // collective: root.have is rank 0's
   } catch (const std::exception &e) {
     return failWith(nullptr, ncclSystemError, std::string("ncclCommInitRank: ") + e.what());
   }

@@ -29,6 +29,9 @@ void *realHandle();
 /// Symbol `name` of the real NCCL, or null.
 void *realSymbol(const char *name);
 template <class F> F realFn(const char *name) { return reinterpret_cast<F>(realSymbol(name)); }
+/// "the real NCCL's `api` failed with error N (ncclGetErrorString's text): ncclGetLastError's
+/// text" (RealInit.cpp), each part where the real NCCL has it.
+std::string realFailure(const char *api, ncclResult_t rc);
 
 // --- Our communicator ------------------------------------------------------------------------
 
@@ -52,6 +55,10 @@ struct Comm {
   std::vector<uint8_t> reduceSink;                // a non-root rank's ncclReduce output (never the user's)
 };
 
+/// Make `c.real` (c.comm, c.rank and c.size set) from rank 0's real NCCL id, null when rank 0 has
+/// none (then no rank tries). Collective over c.comm. Where it fails, c.realWhy says why with what
+/// to do; rank 0 says every rank's reason on stderr, each once per process (RealInit.cpp).
+void initReal(Comm &c, const ncclUniqueId *rootId, ncclConfig_t *config);
 /// `comm` when it is one of ours, else null.
 Comm *ours(ncclComm_t comm);
 /// The real NCCL's communicator behind `comm` (itself when it is not ours).

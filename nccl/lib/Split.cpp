@@ -39,7 +39,7 @@ ncclComm_t realSplit(Comm &parent, int color, int key, ncclConfig_t *config, std
   }
   ncclComm_t sub = nullptr;
   if (ncclResult_t rc = f(parent.real, color, key, &sub, config); rc != ncclSuccess) {
-    why = "the real NCCL's ncclCommSplit failed with error " + std::to_string(int(rc));
+    why = realFailure("ncclCommSplit", rc);
     return nullptr;
   }
   return sub;

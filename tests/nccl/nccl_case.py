@@ -121,19 +121,22 @@ def main():
         if not re.search(r"MSCCL INFO rank %d: ncclAllReduce 1024 bytes: NCCL \(no plan: request: allreduce, 4 ranks.*"
                          r"in place;.*allreduce_ring \[[^]]*\]: not eligible: the call is in place" % rank, p.stderr):
             problems.append("no MSCCL_DEBUG explain line for rank %d's in-place allreduce" % rank)
-    # The real NCCL cannot make its communicator (as without a GPU): rank 0 alone says why, in NCCL's
-    # words with the usual causes; planned calls still run, an unplanned one fails naming that reason.
-    env["STANDIN_NCCL_FAIL_INIT"] = "1"
+    # The real NCCL cannot make its communicator (as without a GPU): rank 0 alone says why, for every
+    # rank, in NCCL's words with the usual causes; planned calls still run, an unplanned one fails
+    # naming that reason. Where only some ranks fail, rank 0 (whose init worked) names them.
     env["MSCCL_DEBUG"] = "WARN"
-    q = subprocess.run(cmd[:-1] + ["-x", "STANDIN_NCCL_FAIL_INIT", a.client], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=240)
-    warn = re.findall(r"MSCCL WARN the real NCCL's ncclCommInitRank failed with error 1 \(standin: error\): "
-                      r"standin: no CUDA device\. Calls that no registered plan takes will fail.*NCCL_DEBUG=INFO", q.stderr)
-    if len(warn) != 1:
-        problems.append("expected one warning (rank 0) naming NCCL's init failure and its causes, got %d:\n%s"
-                        % (len(warn), q.stderr[-2000:]))
-    if not re.search(r"no plan and no NCCL to fall back to \(.*standin: no CUDA device", q.stderr + q.stdout):
-        problems.append("an unplanned call without NCCL did not name NCCL's init failure")
+    for fail, ranks in [("all", "all 4 ranks"), ("1,3", "ranks 1, 3 of 4")]:
+        env["STANDIN_NCCL_FAIL_INIT"] = fail
+        q = subprocess.run(cmd[:-1] + ["-x", "STANDIN_NCCL_FAIL_INIT", a.client], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=240)
+        warn = re.findall(r"MSCCL WARN the real NCCL's ncclCommInitRank failed on %s with error 1 \(standin: error\): "
+                          r"standin: no CUDA device\. Calls that no registered plan takes will fail.*NCCL_DEBUG=INFO"
+                          % re.escape(ranks), q.stderr)
+        if len(warn) != 1 or q.stderr.count("MSCCL WARN the real NCCL's ncclCommInitRank") != 1:
+            problems.append("%s: expected one warning (rank 0) naming NCCL's init failure on %s and its causes, got "
+                            "%d:\n%s" % (fail, ranks, len(warn), q.stderr[-2000:]))
+        if not re.search(r"no plan and no NCCL to fall back to \(.*standin: no CUDA device", q.stderr + q.stdout):
+            problems.append("%s: an unplanned call without NCCL did not name NCCL's init failure" % fail)
     cache = os.path.join(tmp, "cache")
     if not os.path.isdir(cache) or not os.listdir(cache):
         problems.append("the .msccl program in MSCCL_PLANS left no entry in MSCCL_CACHE_DIR")

@@ -54,10 +54,24 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   logf_("ncclGetUniqueId id=%s", hex16(id->internal, buf));
   return ncclSuccess;
 }
+/* STANDIN_NCCL_FAIL_INIT: "all", or a comma-separated list of ranks whose init fails. */
+static int failsInit(int rank) {
+  const char *v = getenv("STANDIN_NCCL_FAIL_INIT");
+  if (!v)
+    return 0;
+  if (strcmp(v, "all") == 0)
+    return 1;
+  for (const char *p = v; *p; p += strcspn(p, ","), p += *p == ',')
+    if (atoi(p) == rank)
+      return 1;
+  return 0;
+}
+static const char *lastError = "standin: last error";
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   char buf[40];
-  if (getenv("STANDIN_NCCL_FAIL_INIT")) { /* as NCCL without a usable GPU */
+  if (failsInit(rank)) { /* as NCCL without a usable GPU */
     *comm = NULL;
+    lastError = "standin: no CUDA device";
     return ncclUnhandledCudaError;
   }
   *comm = malloc(sizeof(struct ncclComm));
@@ -95,7 +109,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
 const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "standin: no error" : "standin: error"; }
 const char *ncclGetLastError(ncclComm_t comm) {
   (void)comm;
-  return getenv("STANDIN_NCCL_FAIL_INIT") ? "standin: no CUDA device" : "standin: last error";
+  return lastError;
 }
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {

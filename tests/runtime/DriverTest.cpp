@@ -189,6 +189,52 @@ TEST_CASE("msccl-run --race-check fails racy plans and names both accesses", "[d
   CHECK(run({plan("ok_two_tbs_barrier.json"), "--race-check", "--no-race-check"}).rc == 2);
 }
 
+TEST_CASE("msccl-run --race-check finds the races of in-place AllGathers with a handshake removed", "[driver]") {
+  // tests/runtime/plans-launch (RaceTest.cpp): the 4-rank in-place allpairs AllGather, whose rank r's
+  // input is block r of its output, and mutants of it. Without the checker each mutant's CPU
+  // schedule gives the right result.
+  const std::string dir = msccl::test::plansDir() + "-launch/";
+  char tmpl[] = "/tmp/msccl-run-test-XXXXXX";
+  int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  close(fd);
+  const std::string jsonl = tmpl;
+  Result ok =
+      run({dir + "launch_ok_inplace_allgather_4.json", "-b", "1K", "-e", "4K", "--race-check", "--jsonl", jsonl});
+  INFO(ok.out << ok.err);
+  CHECK(ok.rc == 0);
+  CHECK_THAT(ok.out, Catch::Contains("all results correct, no data race (--race-check)"));
+  std::ifstream in(jsonl);
+  size_t lines = 0, inPlaceRows = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    inPlaceRows += nlohmann::json::parse(line)["inplace"] == true; // the plan's own mode
+  CHECK(lines >= 2);
+  CHECK(inPlaceRows == lines);
+  std::remove(jsonl.c_str());
+  for (const char *mutant : {"launch_race_inplace_4_rank0_entry.json", "launch_race_inplace_4_rank2_entry.json",
+                             "launch_race_inplace_4_rank0_exit.json"}) {
+    INFO(mutant);
+    CHECK(run({dir + mutant, "-b", "1K", "-e", "1K"}).rc == 0);
+    Result r = run({dir + mutant, "-b", "1K", "-e", "1K", "--race-check"});
+    CHECK(r.rc == 1);
+    CHECK_THAT(r.err, Catch::Contains("misuse: data races in launch 1: 3 racing access pair(s)"));
+  }
+  // No peer waits for rank 0's entry signal: its puts land in rank 0's output outside block 0 (rank
+  // 0's input, at the output's own address) while rank 0's caller may still write there.
+  Result entry = run({dir + "launch_race_inplace_4_rank0_entry.json", "-b", "1K", "-e", "1K", "--race-check"});
+  CHECK_THAT(entry.err, Catch::Contains("rank 2 tb 0 op 3 (put) at gpus[2].threadblocks[0].ops[3] writes rank 0's "
+                                        "output [512, 768) while the host (rank 0's kernel start: the caller may "
+                                        "write its buffers until then) wrote it with no entry handshake"));
+  // Rank 2's input is block 2: the races are on both sides of it.
+  Result middle = run({dir + "launch_race_inplace_4_rank2_entry.json", "-b", "1K", "-e", "1K", "--race-check"});
+  CHECK_THAT(middle.err, Catch::Contains("writes rank 2's output [0, 256) while the host (rank 2's kernel start"));
+  CHECK_THAT(middle.err, Catch::Contains("writes rank 2's output [768, 1024) while the host (rank 2's kernel start"));
+  // Rank 0's kernel ends before its peers' puts are known to have landed.
+  Result exit = run({dir + "launch_race_inplace_4_rank0_exit.json", "-b", "1K", "-e", "1K", "--race-check"});
+  CHECK_THAT(exit.err, Catch::Contains("the host (rank 0's kernel end: the caller reads the result then) reads rank "
+                                       "0's output [256, 512) while rank 1 tb 0 op 3 (put)"));
+}
+
 namespace {
 /// A stream buffer that remembers how much had been written at each flush.
 struct FlushLog : std::stringbuf {

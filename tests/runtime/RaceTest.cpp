@@ -169,10 +169,15 @@ TEST_CASE("the race checker is off by default and changes no result", "[races]")
 // (raceCheckLaunches = false) must miss every one of them. launch_race_inplace_rank0_entry: an
 // in-place AllGather whose rank 1 puts into rank 0's output before rank 0's kernel starts; rank
 // 0's input is the first block of its output (same pointer), which the checker once took for the
-// whole output, missing the race.
+// whole output, missing the race. The 4-rank in-place AllGathers (mscclc stdlib:allgather/allpairs
+// -D ranks=4 -D inplace=true): the plan as written (ok) and three mutants whose victim's input is a
+// block inside its output: no peer waits for rank 0's (first block) or rank 2's (a middle block:
+// output bytes on both sides of the input) entry signal before putting into it, and rank 0's kernel
+// ends without waiting for its peers' exit signals. The rank 0 mutants were missed while the host
+// model compared pointers.
 TEST_CASE("the launch model: entry/exit handshakes, reuse across launches, flush, LL scratch", "[races]") {
   const std::vector<std::string> files = msccl::test::jsonFiles(msccl::test::plansDir() + "-launch");
-  REQUIRE(files.size() >= 7);
+  REQUIRE(files.size() >= 12);
   CpuExecutorOptions launches, lockstep;
   launches.raceCheck = lockstep.raceCheck = true;
   lockstep.raceCheckLaunches = false;

@@ -141,10 +141,15 @@ def suggest(args, tmp):
     bad = subprocess.run([args.msccl_run, "--backend", "cpu", "--suggest-ranges", plans[0]],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     check(bad.returncode == 2 and "needs --backend sim" in bad.stderr, "--suggest-ranges without sim: usage error")
-    # A missing file among several: each one that cannot be read is named, the others still get ranges.
+    # A missing file and a malformed one among several: each one that cannot be read is named (with
+    # the parser's reason), the others still get ranges.
+    broken = os.path.join(tmp, "broken.json")
+    with open(broken, "w") as f:
+        f.write("{")
     bad = subprocess.run([args.msccl_run, "--backend", "sim", "--suggest-ranges", plans[0], "/no/such/a.json",
-                          "/no/such/b.json"] + plans[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check(bad.returncode == 1 and "/no/such/a.json" in bad.stderr and "/no/such/b.json" in bad.stderr
+                          broken] + plans[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(bad.returncode == 1 and "/no/such/a.json" in bad.stderr
+          and "msccl-run: error: %s: invalid JSON" % broken in bad.stderr
           and "2 of %d plan file(s) could not be read" % (len(plans) + 2) in bad.stderr
           and all(os.path.basename(p) in bad.stdout for p in plans),
           "--suggest-ranges names every unreadable file and ranges the others (%s)" % bad.stderr.strip())

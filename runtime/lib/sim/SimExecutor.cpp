@@ -199,7 +199,7 @@ int suggestRangesMain(const std::vector<std::string> &files, const std::string &
         loaded.push_back(plan::readPlanFile(f));
         labels.push_back(std::filesystem::path(f).filename().string());
       } catch (const plan::PlanError &e) {
-        err << "msccl-run: error: " << e.what() << "\n";
+        err << "msccl-run: error: " << f << ": " << e.what() << "\n"; // a parse error does not name it
         ++unreadable;
       }
     }
