@@ -348,7 +348,8 @@ void printRow(std::ostream &out, const Row &r, DataType dt) {
 }
 
 /// One JSON object per row, with the same keys for every status (null where unknown).
-std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const std::string &boundBy = "") {
+std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const std::string &boundBy = "",
+                     double boundUs = 0) {
   auto orNull = [](const std::string &s) { return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s); };
   nlohmann::ordered_json j;
   j["plan"] = orNull(r.plan);
@@ -370,6 +371,10 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const s
     j["bytes_moved"] = r.moved;
   if (!boundBy.empty())
     j["bound_by"] = boundBy; // sim backend: what limits the predicted time
+  if (boundUs > 0) {         // sim backend: the model's lower bound and the share of it reached
+    j["bound_us"] = boundUs;
+    j["of_bound"] = r.timeUs > 0 ? boundUs / r.timeUs : 0.0;
+  }
   return j.dump();
 }
 
@@ -710,9 +715,21 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
       ++ran;
     printRow(out, row, o.dataType);
     std::string boundBy;
+    double boundUs = 0;
     if (auto *simEx = dynamic_cast<sim::SimExecutor *>(ex.get()); simEx && row.status == "ok") {
       boundBy = simEx->lastReport().boundBy();
-      out << "#   " << boundBy << "\n" << std::flush;
+      // The time no schedule can beat on this topology (model output, SimExecutor.h lowerBound).
+      const sim::LowerBound lb =
+          sim::lowerBound(collectiveKind(row.collective), row.nranks, simEx->topology(), row.size);
+      boundUs = lb.seconds * 1e6;
+      out << "#   " << boundBy;
+      if (boundUs > 0 && row.timeUs > 0) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "; lower bound %.2f us (set by %s), %.0f%% of it reached", boundUs,
+                      lb.limitedBy.c_str(), 100 * boundUs / row.timeUs);
+        out << buf;
+      }
+      out << "\n" << std::flush;
     }
     if (!row.warnings.empty()) {
       err << "msccl-run: size " << row.size << " (" << row.plan << "): warning: " << row.warnings[0] << "\n";
@@ -725,7 +742,7 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
       err << "msccl-run: size " << row.size << " (" << row.plan << "): " << row.message << "\n" << std::flush;
     }
     if (jsonl)
-      *jsonl << jsonLine(row, o, *ex, boundBy) << "\n" << std::flush;
+      *jsonl << jsonLine(row, o, *ex, boundBy, boundUs) << "\n" << std::flush;
   }
   if (ran == 0 && !failed) {
     err << "msccl-run: error: no message size could run (see the skipped rows)\n";

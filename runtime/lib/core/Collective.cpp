@@ -19,6 +19,7 @@ using namespace msccl::plan;
 
 namespace {
 enum class BusBw : uint8_t { TwoNm1OverN, Nm1OverN, One };
+enum class Traffic : uint8_t { RsAg, Gather, Scatter, Exchange, Whole, Unknown };
 struct CollectiveRow {
   CollectiveKind kind;
   std::string_view name;
@@ -26,9 +27,10 @@ struct CollectiveRow {
   BusBw busBw;
   Blocks in, out;
   InPlace inPlace;
+  Traffic traffic;
 };
 constexpr CollectiveRow kCollectives[] = {
-#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P},
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P, Traffic::T},
 #include "msccl/runtime/Collectives.def"
 };
 const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
@@ -48,6 +50,30 @@ Reduces collectiveReduces(CollectiveKind kind) { return row(kind).reduces; }
 BufferBlocks collectiveBlocks(CollectiveKind kind) { return {row(kind).in, row(kind).out}; }
 
 InPlace collectiveInPlace(CollectiveKind kind) { return row(kind).inPlace; }
+
+CollectiveTraffic collectiveTraffic(CollectiveKind kind, uint32_t nranks, uint32_t nodes, bool switchReduces) {
+  if (nranks < 2)
+    return {};
+  const double n = nranks, N = std::max<uint32_t>(nodes, 1), g = n / N;
+  const double part = (n - 1) / n, nodePart = N > 1 ? (N - 1) / N : 0;
+  switch (row(kind).traffic) {
+  // AllReduce: a reduce-scatter and an all-gather's worth each way (Patarasuk and Yuan); with
+  // in-switch reduction each rank sends its parts once and receives the reduced ones once.
+  case Traffic::RsAg: return {switchReduces ? part : 2 * part, 2 * nodePart};
+  // AllGather (S = the output): every rank receives the n-1 blocks it lacks, every node the
+  // other nodes' parts. ReduceScatter (S = the input): every rank sends the n-1 blocks others
+  // reduce, every node the other nodes' parts, reduced inside the node first.
+  case Traffic::Gather:
+  case Traffic::Scatter: return {part, nodePart};
+  // AllToAll: every rank sends a block to each peer; each of a node's g ranks sends the blocks of
+  // the n - g ranks elsewhere.
+  case Traffic::Exchange: return {part, N > 1 ? g * (n - g) / n : 0};
+  // The root (the sender) moves the whole message once, and once out of its node.
+  case Traffic::Whole: return {1, N > 1 ? 1.0 : 0.0};
+  case Traffic::Unknown: break;
+  }
+  return {};
+}
 
 InPlaceLayout inPlaceLayout(CollectiveKind kind, uint32_t rank, uint64_t in, uint64_t out) {
   switch (row(kind).inPlace) {

@@ -177,6 +177,7 @@ export function tmLanguage(words) {
     operators: {
       patterns: [
         { name: sc('keyword.operator.assignment.compound'), match: '[-+*]=' },
+        { name: sc('keyword.operator.bitwise'), match: '<<|>>|[&|^]' },
         { name: sc('keyword.operator.comparison'), match: '==|!=|<=|>=|<|>' },
         { name: sc('keyword.operator.arithmetic'), match: '\\*\\*|[-+*/%]' },
         { name: sc('keyword.operator.assignment'), match: '=' },

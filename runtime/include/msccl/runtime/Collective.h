@@ -32,7 +32,7 @@ namespace msccl::runtime {
 
 /// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
 enum class CollectiveKind : uint8_t {
-#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace) Kind,
+#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace, Traffic) Kind,
 #include "msccl/runtime/Collectives.def"
 };
 
@@ -49,6 +49,18 @@ Reduces collectiveReduces(CollectiveKind kind);
 /// nccl-tests bus-bandwidth factor (the table's BusBw): allreduce 2(n-1)/n; allgather,
 /// reducescatter, alltoall (n-1)/n; sendrecv and others 1; 1 for n = 0.
 double busBandwidthFactor(CollectiveKind kind, uint32_t nranks);
+
+/// The least traffic any schedule of `kind` moves (Collectives.def Traffic), per byte of the
+/// nccl-tests size S, for `nranks` ranks in `nodes` equal nodes: `rankLink`, the bytes that must
+/// cross every rank's link in its busier direction (through point-to-point links; with
+/// `switchReduces`, the fabric reduces in the switch as NVLS multimem does, which halves
+/// AllReduce's); `nodeNetwork`, the bytes that must leave or enter every node through its network
+/// links (all its NICs together; 0 for one node). Zero for Other. Used by the model's lower bound
+/// (SimExecutor.h lowerBound; arguments in docs/performance-model.md).
+struct CollectiveTraffic {
+  double rankLink = 0, nodeNetwork = 0;
+};
+CollectiveTraffic collectiveTraffic(CollectiveKind kind, uint32_t nranks, uint32_t nodes, bool switchReduces);
 
 /// How a collective's caller cuts a buffer into equal blocks (Collectives.def InBlocks/OutBlocks).
 enum class Blocks : uint8_t { One, PerRank, Unknown };

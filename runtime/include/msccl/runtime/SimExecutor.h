@@ -30,6 +30,7 @@
 #pragma once
 
 #include "msccl/plan/Plan.h"
+#include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 
 #include <cstdint>
@@ -148,6 +149,24 @@ private:
 
 /// A SimExecutor on topology `nameOrFile` (loadTopology). Throws TopologyError.
 std::unique_ptr<SimExecutor> makeSimExecutor(const std::string &nameOrFile);
+
+// --- Lower bound ----------------------------------------------------------------------------
+
+/// The time no schedule of collective `kind` can beat on `topo` for nccl-tests size `bytes` and
+/// `nranks` ranks (model output; the arguments are in docs/performance-model.md): one launch
+/// (launchUs), then the longer of one hop (a flag must reach a peer: intraLatencyUs, or
+/// netLatencyUs when the ranks span nodes) and the bandwidth term, the larger of
+///   rankLink x S / intraGBps, or with NVLS the smaller of that and the switch-reduced traffic over
+///                          intraGBps x nvlsEfficiency (every rank's link);
+///   nodeNetwork x S / (gpusPerNode x nicGBps) (every node's NICs together),
+/// with rankLink and nodeNetwork from collectiveTraffic (Collectives.def). It leaves out what the
+/// model charges per threadblock, per op and for HBM: a schedule may use as many threadblocks as
+/// it likes. Zero for a collective without a Traffic rule (Other) or one rank.
+struct LowerBound {
+  double seconds = 0, latencySeconds = 0, bandwidthSeconds = 0;
+  std::string limitedBy; ///< "latency (launch + one nvlink hop)", "nvlink", "nvls", "network".
+};
+LowerBound lowerBound(CollectiveKind kind, uint32_t nranks, const Topology &topo, uint64_t bytes);
 
 // --- Suggested size ranges --------------------------------------------------------------------
 

@@ -1,0 +1,145 @@
+// msccl-tune in-process (tools/msccl-tune/Tune.h): the candidates of a collective, the envelope on
+// the model against the plans at their defaults and against the lower bound, the ranges, and the
+// plan directory as PlanRegistry loads it. Every figure here is model output.
+#include "Tune.h"
+
+#include "msccl/msccl.hpp"
+#include "msccl/runtime/Collective.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace msccl;
+using namespace msccl::tools::tune;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kStdlib = MSCCL_STDLIB_SOURCE_DIR;
+
+TuneOptions quickOptions(uint64_t maxBytes) {
+  TuneOptions o;
+  o.stdlibDir = kStdlib;
+  o.quick = true;
+  o.minBytes = 1024;
+  o.maxBytes = maxBytes;
+  return o;
+}
+
+/// Every candidate's predicted time is at least the lower bound, and the winner is at least as
+/// fast as every candidate at its defaults.
+void checkEnvelope(const Envelope &e) {
+  REQUIRE_FALSE(e.sizes.empty());
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    INFO(e.collective << " at " << e.sizes[i] << " B");
+    REQUIRE(e.winner[i] >= 0);
+    const double best = e.candidates[size_t(e.winner[i])].seconds[i];
+    CHECK(e.bound[i].seconds > 0);
+    for (const Candidate &c : e.candidates) {
+      if (!c.plan || c.seconds[i] < 0)
+        continue;
+      INFO(c.label());
+      CHECK(c.seconds[i] >= e.bound[i].seconds * (1 - 1e-9));
+      if (c.isDefault)
+        CHECK(best <= c.seconds[i] * (1 + 1e-9));
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("candidates: every stdlib algorithm of the collective, defaults first, the grid after", "[tune]") {
+  std::vector<Candidate> one = candidatesFor("allreduce", 8, 8, kStdlib, false);
+  std::set<std::string> algos, defaults;
+  for (const Candidate &c : one) {
+    algos.insert(c.algorithm);
+    if (c.isDefault)
+      defaults.insert(c.algorithm);
+  }
+  CHECK(algos.count("allreduce/ring"));
+  CHECK(algos.count("allreduce/nvls"));
+  CHECK(algos.count("allreduce/twod")); // 8 ranks as 2 x 4 ... of a grid near square
+  CHECK_FALSE(algos.count("allreduce/hierarchical")); // multi-node only
+  CHECK(defaults == algos);
+  for (const Candidate &c : one)
+    if (c.algorithm == "allreduce/ring" && !c.isDefault)
+      CHECK_THAT(c.label(), Catch::Contains("instances=") && Catch::Contains("chunks="));
+  std::vector<Candidate> two = candidatesFor("allreduce", 16, 8, kStdlib, true);
+  bool hierarchical = false;
+  for (const Candidate &c : two)
+    hierarchical = hierarchical || c.algorithm == "allreduce/hierarchical";
+  CHECK(hierarchical);
+  for (const Candidate &c : two)
+    CHECK_THAT(c.label(), !Catch::Contains("chunks=")); // --quick
+}
+
+TEST_CASE("the envelope beats every plan at its defaults and never beats the lower bound", "[tune]") {
+  const auto topo = runtime::sim::loadTopology("hgx-h100");
+  for (const char *c : {"allreduce", "allgather"}) {
+    Envelope e = tuneCollective(c, quickOptions(16 << 20), topo, 8, 8);
+    checkEnvelope(e);
+  }
+  const auto two = runtime::sim::loadTopology("2x-hgx-h100");
+  checkEnvelope(tuneCollective("allreduce", quickOptions(4 << 20), two, 16, 8));
+}
+
+TEST_CASE("the plan directory: PlanRegistry picks each size's winner", "[tune]") {
+  const auto topo = runtime::sim::loadTopology("hgx-h100");
+  TuneOptions o = quickOptions(8 << 20);
+  std::vector<Envelope> envs{tuneCollective("allreduce", o, topo, 8, 8)};
+  const Envelope &e = envs[0];
+  std::vector<Range> ranges = rangesOf(e);
+  REQUIRE_FALSE(ranges.empty());
+  CHECK(ranges.front().minBytes == 0);
+  CHECK(ranges.back().maxBytes == UINT64_MAX);
+  for (size_t k = 1; k < ranges.size(); ++k) {
+    CHECK(ranges[k].minBytes == ranges[k - 1].maxBytes + 1);
+    CHECK(ranges[k].candidate != ranges[k - 1].candidate);
+  }
+  const fs::path dir = fs::temp_directory_path() / ("msccl-tune-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  writePlanDirectory(dir.string(), envs, o, topo, 8, 8);
+  PlanRegistry reg;
+  CHECK(reg.addDirectory(dir.string()) == 2 * ranges.size()); // out-of-place and in-place builds
+  for (size_t i = 0; i < e.sizes.size(); ++i)
+    for (bool inPlace : {false, true}) {
+      SelectRequest req;
+      req.collective = "allreduce";
+      req.worldSize = 8;
+      req.ranksPerNode = 8;
+      req.messageBytes = e.sizes[i] + 64 * (i % 2); // a size between two powers of two too
+      req.inPlace = inPlace;
+      const RegisteredPlan *p = reg.select(req);
+      REQUIRE(p);
+      const std::string stem = e.candidates[size_t(e.winner[i])].fileStem();
+      CHECK_THAT(p->info.name, Catch::StartsWith(stem));
+      CHECK((p->info.name.size() >= 3 && p->info.name.substr(p->info.name.size() - 3) == "_ip") == inPlace);
+    }
+  std::ifstream svg(dir / "tune-allreduce.svg");
+  std::stringstream text;
+  text << svg.rdbuf();
+  CHECK_THAT(text.str(), Catch::StartsWith("<svg") && Catch::Contains("model output") && Catch::EndsWith("</svg>\n"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("msccl-tune's command line", "[tune]") {
+  std::ostringstream out, err;
+  const char *bad[] = {"msccl-tune", "--min-bytes", "9K", "--max-bytes", "1K"};
+  CHECK(runTune(5, bad, out, err) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--min-bytes"));
+  const char *unknown[] = {"msccl-tune", "--collective", "allsum", "--quick"};
+  CHECK(runTune(4, unknown, out, err) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("unknown collective allsum"));
+  const char *topo[] = {"msccl-tune", "--topology", "no-such-machine"};
+  CHECK(runTune(3, topo, out, err) == 1);
+  std::ostringstream ok, okErr;
+  const char *run[] = {"msccl-tune", "--collective", "alltoall", "--max-bytes", "64K", "--quick", "--stdlib",
+                       kStdlib.c_str()};
+  CHECK(runTune(8, run, ok, okErr) == 0);
+  CHECK_THAT(ok.str(), Catch::Contains("model output") && Catch::Contains("alltoall/allpairs"));
+}

@@ -1,0 +1,218 @@
+//===- Tune.cpp - msccl-tune: candidates, the sweep on the model, the envelope ---------------===//
+#include "Tune.h"
+
+#include "msccl/driver/Driver.h"
+#include "msccl/runtime/Collective.h"
+#include "msccl/runtime/Executor.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace msccl::tools::tune {
+using runtime::sim::Topology;
+
+std::string Candidate::label() const {
+  std::string s = algorithm;
+  for (const auto &[k, v] : defines)
+    if (k != "ranks" && k != "ranks_per_node" && k != "inplace")
+      s += " " + k + "=" + v;
+  return s;
+}
+
+std::string Candidate::fileStem() const {
+  std::string s = algorithm;
+  std::replace(s.begin(), s.end(), '/', '_');
+  for (const auto &[k, v] : defines)
+    if (k != "ranks" && k != "ranks_per_node" && k != "inplace")
+      s += "_" + k + v;
+  return s;
+}
+
+namespace {
+
+/// The `param NAME = ...` names of a program, in order.
+std::vector<std::string> paramsOf(const std::string &file) {
+  std::ifstream in(file);
+  std::vector<std::string> names;
+  static const std::regex re(R"(^\s*param\s+(\w+)\s*=)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, re))
+      names.push_back(m[1]);
+  }
+  return names;
+}
+
+bool has(const std::vector<std::string> &names, const std::string &n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+/// The grid's columns: a twod grid near square, then instances and chunks.
+uint32_t squareCols(uint32_t n) {
+  uint32_t best = 0;
+  for (uint32_t c = 2; c * c <= n; ++c)
+    if (n % c == 0 && n / c >= 2)
+      best = c;
+  return best;
+}
+
+std::string firstLine(const std::string &s) {
+  const size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+} // namespace
+
+std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
+                                     const std::string &stdlibDir, bool quick) {
+  std::vector<Candidate> out;
+  for (const std::string &name : driver::stdlibProgramNames(stdlibDir)) {
+    if (name.rfind(collective + "/", 0) != 0)
+      continue;
+    const std::vector<std::string> params = paramsOf(stdlibDir + "/" + name + ".msccl");
+    Candidate base;
+    base.algorithm = name;
+    base.hasInplaceParam = has(params, "inplace");
+    base.defines.push_back({"ranks", std::to_string(ranks)});
+    if (has(params, "ranks_per_node")) {
+      if (ranksPerNode == 0 || ranksPerNode >= ranks)
+        continue; // a multi-node algorithm on one node
+      base.defines.push_back({"ranks_per_node", std::to_string(ranksPerNode)});
+    }
+    if (has(params, "cols")) {
+      const uint32_t cols = squareCols(ranks);
+      if (cols == 0)
+        continue;
+      base.defines.push_back({"cols", std::to_string(cols)});
+    }
+    if (base.hasInplaceParam)
+      base.defines.push_back({"inplace", "false"});
+    base.isDefault = true;
+    out.push_back(base);
+    std::vector<std::string> instances{"1"}, chunks{""};
+    if (has(params, "instances"))
+      instances = {"1", "2", "4", "8"};
+    if (has(params, "chunks") && !quick)
+      chunks = {"1", "4", "16"};
+    for (const std::string &i : instances)
+      for (const std::string &c : chunks) {
+        Candidate k = base;
+        k.isDefault = false;
+        if (has(params, "instances"))
+          k.defines.push_back({"instances", i});
+        if (!c.empty())
+          k.defines.push_back({"chunks", c});
+        out.push_back(k);
+      }
+  }
+  return out;
+}
+
+std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
+                                                   std::string &why) {
+  driver::MscclcOptions mo;
+  mo.input = "stdlib:" + c.algorithm;
+  mo.stdlibDir = stdlibDir;
+  for (const auto &[k, v] : c.defines)
+    mo.defines.push_back(k + "=" + (k == "inplace" ? (inPlace ? "true" : "false") : v));
+  std::istringstream noStdin;
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  std::optional<plan::Plan> p = driver::compilePlan(mo, noStdin, es);
+  es.flush();
+  if (!p) {
+    // The error line, without the file name mscclc puts first.
+    std::string line = firstLine(errors);
+    const size_t at = line.find("error: ");
+    why = at == std::string::npos ? line : line.substr(at + 7);
+    return nullptr;
+  }
+  return std::make_shared<const plan::Plan>(std::move(*p));
+}
+
+namespace {
+
+/// Index of the winner among `times` (seconds, < 0: cannot run): the fastest, unless an earlier
+/// one is within 1% of it (simpler plans come first).
+int pick(const std::vector<double> &times, const std::vector<bool> &eligible) {
+  int best = -1;
+  for (size_t i = 0; i < times.size(); ++i)
+    if (eligible[i] && times[i] >= 0 && (best < 0 || times[i] < 0.99 * times[size_t(best)]))
+      best = int(i);
+  return best;
+}
+
+} // namespace
+
+Envelope tuneCollective(const std::string &collective, const TuneOptions &o, const Topology &topo, uint32_t ranks,
+                        uint32_t ranksPerNode) {
+  Envelope e;
+  e.collective = collective;
+  for (uint64_t s = 1; s <= o.maxBytes && s != 0; s <<= 1)
+    if (s >= o.minBytes)
+      e.sizes.push_back(s);
+  const std::string stdlib = o.stdlibDir;
+  e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
+  const auto kind = runtime::collectiveKind(collective);
+  const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+  for (Candidate &c : e.candidates) {
+    c.plan = compileCandidate(c, stdlib, false, c.leftOut);
+    c.seconds.assign(e.sizes.size(), -1);
+    if (!c.plan)
+      continue;
+    for (size_t i = 0; i < e.sizes.size(); ++i) {
+      auto ms = runtime::messageSizesFor(*c.plan, e.sizes[i], elem, nullptr);
+      if (!ms)
+        continue;
+      try {
+        c.seconds[i] =
+            runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
+                .seconds;
+      } catch (const runtime::ExecutionError &x) {
+        if (x.kind() == runtime::ErrorKind::Unsupported) { // NVLS on a machine without it, ...
+          c.leftOut = std::string("the topology cannot run it: ") + firstLine(x.what());
+          c.plan.reset();
+          break;
+        }
+      }
+    }
+  }
+  std::vector<bool> any(e.candidates.size()), defaults(e.candidates.size());
+  for (size_t k = 0; k < e.candidates.size(); ++k) {
+    any[k] = e.candidates[k].plan != nullptr;
+    defaults[k] = any[k] && e.candidates[k].isDefault;
+  }
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    std::vector<double> t;
+    for (const Candidate &c : e.candidates)
+      t.push_back(c.seconds[i]);
+    e.winner.push_back(pick(t, any));
+    e.bestDefault.push_back(pick(t, defaults));
+    e.bound.push_back(runtime::sim::lowerBound(kind, ranks, topo, e.sizes[i]));
+  }
+  return e;
+}
+
+std::vector<Range> rangesOf(const Envelope &e) {
+  std::vector<Range> out;
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    if (e.winner[i] < 0)
+      continue;
+    if (!out.empty() && out.back().candidate == e.winner[i] && out.back().maxBytes == UINT64_MAX) {
+      continue; // the run goes on
+    }
+    if (!out.empty() && out.back().maxBytes == UINT64_MAX)
+      out.back().maxBytes = e.sizes[i] - 1;
+    Range r;
+    r.candidate = e.winner[i];
+    r.minBytes = out.empty() ? 0 : e.sizes[i];
+    out.push_back(r);
+  }
+  return out;
+}
+
+} // namespace msccl::tools::tune

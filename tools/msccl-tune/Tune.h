@@ -1,0 +1,106 @@
+//===- Tune.h - msccl-tune: the best stdlib plan per message size, on the performance model -===//
+//
+// Consumes a topology (runtime/SimExecutor.h), a world size, collectives and a size range;
+// produces, per collective, the plan the performance model predicts fastest at every power-of-two
+// size (the envelope), as a directory PlanRegistry, MSCCL_PLANS and msccl-run --plans load
+// unchanged: the winners' plans (out-of-place and in-place builds) and an index msccl-plans.json
+// whose entries give each its size range. Every candidate is a stdlib algorithm at one point of
+// its parameter grid (instances, chunks where the program has them), compiled in-process by
+// mscclc's driver and therefore proven by the static verifier; a candidate that does not compile
+// or prove is left out and listed. Beside each prediction: the model's lower bound (lowerBound)
+// and the best stdlib plan at its defaults. All figures are model output.
+//
+// Mirrors: MSCCL++'s grid-search autotuner (`--autotune --write-config`) over its own kernels,
+// here over the stdlib and the model, with the verifier in the loop.
+//
+//===------------------------------------------------------------------------------------===//
+#pragma once
+
+#include "msccl/plan/Plan.h"
+#include "msccl/runtime/SimExecutor.h"
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msccl::tools::tune {
+
+/// What to tune (msccl-tune's command line).
+struct TuneOptions {
+  std::string topology = "hgx-h100";   ///< --topology NAME|FILE
+  uint32_t ranks = 0;                  ///< --ranks (0: every GPU of the topology)
+  std::vector<std::string> collectives{"allreduce", "allgather", "reducescatter", "alltoall"};
+  uint64_t minBytes = 1024;            ///< --min-bytes (nccl-tests size S)
+  uint64_t maxBytes = uint64_t(1) << 32; ///< --max-bytes
+  std::string dataType = "float32";    ///< --dtype: element size for the chunk rule
+  std::string outDir;                  ///< -o DIR ("" = print only)
+  bool quick = false;                  ///< --quick: defaults and instances only (no chunk grid)
+  bool verbose = false;                ///< --verbose: every candidate and why one was left out
+  std::string stdlibDir;               ///< "" = mscclc's default
+};
+
+/// One point of the search: a stdlib algorithm with its -D values.
+struct Candidate {
+  std::string algorithm;                                 ///< "allreduce/ring"
+  std::vector<std::pair<std::string, std::string>> defines; ///< shape and grid values, in order
+  bool isDefault = false;          ///< only the shape defines (ranks, ranks_per_node, cols)
+  bool hasInplaceParam = false;
+  std::string label() const;       ///< "allreduce/ring instances=4 chunks=16"
+  std::string fileStem() const;    ///< "allreduce_ring_instances4_chunks16"
+  std::shared_ptr<const plan::Plan> plan; ///< out of place; null when left out
+  std::string leftOut;             ///< why (compile or verification error, first line)
+  std::vector<double> seconds;     ///< per swept size; < 0 where the plan cannot run it
+};
+
+/// Per collective: the sweep and its winners.
+struct Envelope {
+  std::string collective;
+  std::vector<uint64_t> sizes;         ///< powers of two, ascending
+  std::vector<Candidate> candidates;   ///< defaults first, then the grid, per algorithm
+  std::vector<int> winner;             ///< per size: candidate index, -1 where none runs
+  std::vector<int> bestDefault;        ///< per size: the fastest candidate with isDefault
+  std::vector<runtime::sim::LowerBound> bound; ///< per size
+};
+
+/// The candidates of `collective` for `ranks` ranks in nodes of `ranksPerNode` (stdlib programs
+/// named COLLECTIVE/*, with their params read from the file). `quick` leaves out the chunk grid.
+std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
+                                     const std::string &stdlibDir, bool quick);
+
+/// Compile `c` with mscclc's driver (in place when `inPlace` and the program has `inplace`),
+/// which proves the plan; null with the error's first line in `why`.
+std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
+                                                   std::string &why);
+
+/// Compile (proving each plan) and simulate every candidate at every size, then pick the
+/// winner per size: the fastest, unless an earlier candidate is within 1% (defaults first).
+Envelope tuneCollective(const std::string &collective, const TuneOptions &o, const runtime::sim::Topology &topo,
+                        uint32_t ranks, uint32_t ranksPerNode);
+
+/// The registry ranges of an envelope: per run of sizes with one winner, [first size, next run's
+/// first size - 1]; the first run starts at 0 and the last ends at UINT64_MAX.
+struct Range {
+  int candidate = -1;
+  uint64_t minBytes = 0, maxBytes = UINT64_MAX;
+};
+std::vector<Range> rangesOf(const Envelope &e);
+
+/// Write the winners of `envelopes` into `dir` (created): NAME.json (out of place), NAME_ip.json
+/// (in place, when the program has `inplace`), msccl-plans.json (one entry per range and build,
+/// tagged "tuned"), and tune-COLLECTIVE.svg per collective. Throws std::runtime_error naming the
+/// file that cannot be written or the winner that does not compile in place.
+void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &envelopes, const TuneOptions &o,
+                        const runtime::sim::Topology &topo, uint32_t ranks, uint32_t ranksPerNode);
+
+/// The chart of one envelope: busbw (model output) against size, every candidate thin, the
+/// envelope thick, the best default dashed and the lower bound dotted, as an SVG document.
+std::string envelopeSvg(const Envelope &e, const runtime::sim::Topology &topo, uint32_t ranks);
+
+/// msccl-tune's main: parse, tune, print the table, write the directory. Returns 0, 1 on a
+/// failure (named on `err`), 2 on bad usage.
+int runTune(int argc, const char *const *argv, std::ostream &out, std::ostream &err);
+
+} // namespace msccl::tools::tune

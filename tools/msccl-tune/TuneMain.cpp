@@ -1,0 +1,195 @@
+//===- TuneMain.cpp - msccl-tune's command line and table --------------------------------===//
+#include "Tune.h"
+
+#include "msccl/elab/Loader.h"
+#include "msccl/runtime/Collective.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+namespace msccl::tools::tune {
+using runtime::sim::Topology;
+
+namespace {
+
+void usage(std::ostream &os) {
+  os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
+        "                  [--max-bytes S] [--dtype T] [--quick] [--verbose] [--stdlib DIR] [-o DIR]\n"
+        "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
+        "  chunks) on the performance model, keeps the plans the verifier proves, and prints the\n"
+        "  fastest per power-of-two size with the lower bound and the best plan at its defaults\n"
+        "  (every figure is model output). -o DIR writes the winners and an index msccl-plans.json\n"
+        "  that PlanRegistry, MSCCL_PLANS and msccl-run --plans load, and a chart tune-COLL.svg.\n"
+        "  --topology      hgx-h100 (default), hgx-h200, 2x-hgx-h100, ..., or a topology file\n"
+        "  --ranks         world size (default: every GPU of the topology)\n"
+        "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
+        "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
+        "  --quick         defaults and instances only (no chunk grid)\n";
+}
+
+std::optional<uint64_t> parseBytes(const std::string &s) {
+  if (s.empty())
+    return std::nullopt;
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(s, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string suffix = s.substr(pos);
+  const uint64_t mult = suffix.empty() ? 1 : suffix == "K" ? 1ull << 10 : suffix == "M" ? 1ull << 20
+                                            : suffix == "G" ? 1ull << 30 : 0;
+  if (mult == 0)
+    return std::nullopt;
+  return uint64_t(v) * mult;
+}
+
+std::vector<std::string> splitList(const std::string &s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty())
+      out.push_back(item);
+  return out;
+}
+
+/// Parses argv into `o`; returns -1 to go on, else the exit status.
+int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, std::ostream &err) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char *name) -> std::optional<std::string> {
+      if (i + 1 >= argc) {
+        err << "msccl-tune: " << name << " needs a value\n";
+        return std::nullopt;
+      }
+      return std::string(argv[++i]);
+    };
+    std::optional<std::string> v;
+    if (a == "--help" || a == "-h") {
+      usage(out);
+      return 0;
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
+               a == "--ranks" || a == "--min-bytes" || a == "--max-bytes") {
+      if (!(v = value(a.c_str())))
+        return 2;
+      if (a == "--topology") o.topology = *v;
+      else if (a == "--collective") o.collectives = splitList(*v);
+      else if (a == "--dtype") o.dataType = *v;
+      else if (a == "--stdlib") o.stdlibDir = *v;
+      else if (a == "-o") o.outDir = *v;
+      else {
+        std::optional<uint64_t> n = parseBytes(*v);
+        if (!n || (a == "--ranks" && *n > 1024)) {
+          err << "msccl-tune: bad value for " << a << ": " << *v << "\n";
+          return 2;
+        }
+        if (a == "--ranks") o.ranks = uint32_t(*n);
+        else if (a == "--min-bytes") o.minBytes = *n;
+        else o.maxBytes = *n;
+      }
+    } else {
+      err << "msccl-tune: unknown argument " << a << " (--help)\n";
+      return 2;
+    }
+  }
+  if (o.minBytes == 0 || o.minBytes > o.maxBytes) {
+    err << "msccl-tune: --min-bytes must be in 1 .. --max-bytes\n";
+    return 2;
+  }
+  if (!plan::parseDataType(o.dataType)) {
+    err << "msccl-tune: unknown --dtype " << o.dataType << "\n";
+    return 2;
+  }
+  return -1;
+}
+
+void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const TuneOptions &o) {
+  size_t proven = 0;
+  for (const Candidate &c : e.candidates)
+    proven += c.plan != nullptr;
+  out << "# " << e.collective << ": " << e.candidates.size() << " candidates, " << proven
+      << " compiled, proven and runnable here (model output below)\n";
+  if (o.verbose)
+    for (const Candidate &c : e.candidates)
+      out << "#   " << (c.plan ? "ok   " : "left ") << c.label() << (c.isDefault ? " (defaults)" : "")
+          << (c.plan ? "" : ": " + c.leftOut) << "\n";
+  out << "#        size  plan                                         time(us)  busbw(GB/s)  default(GB/s)  "
+         "bound(us)  of bound  bound by\n";
+  const double factor = runtime::busBandwidthFactor(runtime::collectiveKind(e.collective), ranks);
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    const double S = double(e.sizes[i]);
+    const runtime::sim::LowerBound &b = e.bound[i];
+    out << std::setw(13) << e.sizes[i] << "  ";
+    if (e.winner[i] < 0) {
+      out << "(no candidate runs this size)\n";
+      continue;
+    }
+    const Candidate &w = e.candidates[size_t(e.winner[i])];
+    const double t = w.seconds[i];
+    const double def = e.bestDefault[i] < 0 ? 0 : e.candidates[size_t(e.bestDefault[i])].seconds[i];
+    std::ostringstream row;
+    row << std::left << std::setw(44) << w.label() << std::right << std::fixed << std::setprecision(2)
+        << std::setw(10) << t * 1e6 << std::setw(13) << S / t / 1e9 * factor << std::setw(15)
+        << (def > 0 ? S / def / 1e9 * factor : 0.0) << std::setw(11) << b.seconds * 1e6 << std::setw(9)
+        << std::setprecision(0) << (b.seconds > 0 ? 100 * b.seconds / t : 0) << "%  " << b.limitedBy;
+    out << row.str() << "\n";
+  }
+}
+
+} // namespace
+
+int runTune(int argc, const char *const *argv, std::ostream &out, std::ostream &err) {
+  TuneOptions o;
+  if (int rc = parse(argc, argv, o, out, err); rc >= 0)
+    return rc;
+  if (o.stdlibDir.empty())
+    o.stdlibDir = elab::defaultStdlibDir();
+  Topology topo;
+  try {
+    topo = runtime::sim::loadTopology(o.topology);
+  } catch (const std::exception &e) {
+    err << "msccl-tune: " << e.what() << "\n";
+    return 1;
+  }
+  const uint32_t ranks = o.ranks ? o.ranks : topo.gpus();
+  if (ranks < 2 || ranks > topo.gpus()) {
+    err << "msccl-tune: --ranks " << ranks << " must be in 2.." << topo.gpus() << " (topology " << topo.name << ")\n";
+    return 2;
+  }
+  const uint32_t perNode = ranks > topo.gpusPerNode ? topo.gpusPerNode : ranks;
+  out << "# msccl-tune: topology " << topo.name << " (" << topo.description << "), " << ranks << " ranks, " << perNode
+      << " per node, " << o.dataType << "; every time, busbw and bound is model output\n";
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Envelope> envelopes;
+  for (const std::string &c : o.collectives) {
+    if (runtime::collectiveKind(c) == runtime::CollectiveKind::Other) {
+      err << "msccl-tune: unknown collective " << c << "\n";
+      return 2;
+    }
+    envelopes.push_back(tuneCollective(c, o, topo, ranks, perNode));
+    printEnvelope(out, envelopes.back(), ranks, o);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << "# searched in " << std::fixed << std::setprecision(1) << secs << " s (measured, this machine)\n";
+  if (!o.outDir.empty()) {
+    try {
+      writePlanDirectory(o.outDir, envelopes, o, topo, ranks, perNode);
+    } catch (const std::exception &e) {
+      err << "msccl-tune: " << e.what() << "\n";
+      return 1;
+    }
+    out << "# wrote " << o.outDir << "/msccl-plans.json, the winners' plans and tune-*.svg\n";
+  }
+  return 0;
+}
+
+} // namespace msccl::tools::tune
