@@ -106,6 +106,9 @@ uint32_t Program::Impl::checkTb(int64_t tb) {
 
 llvm::SmallVector<TbTarget, 1> Program::Impl::resolveTbs(std::optional<int64_t> tb, const ThreadBlockGroup *group) {
   llvm::SmallVector<TbTarget, 1> out;
+  if (tb && group) // ours (Python lets `tb` win and drops the group without a word)
+    throw DslError("Pass either `tb` or `tb_group`, not both: `tb` would silently override the group (tb = " +
+                   std::to_string(*tb) + ", tb_group = " + pyList(group->tbList) + ").");
   if (tb) {
     out.push_back({checkTb(*tb), std::nullopt});
   } else if (group) {

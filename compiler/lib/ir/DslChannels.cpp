@@ -135,6 +135,7 @@ void MemoryChannel::get(const Chunk &dst, const Chunk &src, std::optional<int64_
   if (dst.rank != src_)
     throw DslError("Source chunk rank " + s(dst.rank) + " does not match current channel source rank " + s(src_) + ".");
   checkDstRank(src, dst_);
+  checkSizes(dst, src); // ours (channel.py's get does not compare them; put does)
   for (auto &t : Program::Impl::resolveTbs(tb, g))
     emitTransfer(prog_->impl(), OpKind::Get, ChannelType::Memory, id_, src_, dst, src, t, true);
 }
@@ -165,6 +166,10 @@ void MemoryChannel::reduce(const Chunk &localSrc, const std::vector<Chunk> &remo
   const Chunk localDst = localDstOpt ? *localDstOpt : localSrc;
   if (localSrc.rank != src_)
     throw DslError("Destination chunk rank " + s(localSrc.rank) + " does not match current channel source rank " + s(src_) + ".");
+  if (localDst.rank != src_) // ours (channel.py checks local_src_chunk only): the op runs and writes on the source rank
+    throw DslError("Local destination chunk rank " + s(localDst.rank) + " does not match current channel source rank " +
+                   s(src_) + ". MemoryChannel.reduce writes its result on the source rank: pass a chunk of rank " +
+                   s(src_) + " (or leave out local_dst_chunk to reduce into local_src_chunk).");
   if (localSrc.size != localDst.size)
     throw DslError("Source chunk size " + s(localSrc.size) + " does not match destination chunk size " + s(localDst.size) + ".");
   for (auto &c : remoteSrcs) {
@@ -290,6 +295,9 @@ void SwitchChannelRankView::reduce(int64_t bufferOffset, int64_t size, const Chu
   auto &im = prog_->impl();
   auto &rec = im.switches[channel_];
   checkGroupChunk(im, rec, dst, bufferOffset, size);
+  if (dst.rank != int64_t(rank_)) // ours: the op runs on the view's rank and writes its chunk there
+    throw DslError("Destination chunk rank " + s(dst.rank) + " does not match the view's rank " + s(rank_) + ": at_rank(" +
+                   s(rank_) + ").reduce runs on rank " + s(rank_) + " and writes a chunk of that rank.");
   Op op;
   op.kind = OpKind::MultiLoadReduce;
   op.bufferOffset = bufferOffset;
@@ -303,6 +311,9 @@ void SwitchChannelRankView::broadcast(const Chunk &src, int64_t bufferOffset, in
   auto &im = prog_->impl();
   auto &rec = im.switches[channel_];
   checkGroupChunk(im, rec, src, bufferOffset, size);
+  if (src.rank != int64_t(rank_)) // ours: the op runs on the view's rank and reads its chunk there
+    throw DslError("Source chunk rank " + s(src.rank) + " does not match the view's rank " + s(rank_) + ": at_rank(" +
+                   s(rank_) + ").broadcast runs on rank " + s(rank_) + " and reads a chunk of that rank.");
   Op op;
   op.kind = OpKind::MultiStore;
   op.bufferOffset = bufferOffset;
@@ -319,6 +330,9 @@ void SwitchChannelRankView::broadcastPackets(const Chunk &src, int64_t bufferOff
   if (src.buffer != BufferType::Scratch) throw DslError("Source chunk must be of type scratch for the packet broadcast.");
   if (rec.bufferType != BufferType::Scratch) throw DslError("Destination buffer must be of type scratch for the packet broadcast.");
   if (src.size != size) throw DslError("Source chunk size " + s(src.size) + " does not match the required size " + s(size) + ".");
+  if (src.rank != int64_t(rank_)) // ours, as broadcast
+    throw DslError("Source chunk rank " + s(src.rank) + " does not match the view's rank " + s(rank_) + ": at_rank(" +
+                   s(rank_) + ").broadcast_packets runs on rank " + s(rank_) + " and reads a chunk of that rank.");
   checkCapacity(im, rec, bufferOffset, size, true);
   Op op;
   op.kind = OpKind::MultiStorePackets;

@@ -187,10 +187,12 @@ struct Checker {
       for (size_t j = 0; j < ref.remoteBufferIds.size(); ++j) {
         uint32_t id = ref.remoteBufferIds[j];
         const std::string jp = idx(kp + ".remote_buffer_ids", j);
-        if (id > 255) {
-          error(jp, "remote buffer index " + std::to_string(id) + " exceeds 255, the executor's 8-bit index width");
+        if (id > 65535) { // every executor of this project: the CUDA device layer's 16-bit ids
+          error(jp, "remote buffer index " + std::to_string(id) + " exceeds 65535, the 16-bit index width of every executor");
           continue;
         }
+        if (id > 255)
+          limit(jp, "remote buffer index " + std::to_string(id) + " exceeds 255, the executor's 8-bit index width");
         if (id >= g.remoteBuffers.size()) {
           error(jp, "remote buffer " + std::to_string(id) + " out of range (gpu has " +
                         std::to_string(g.remoteBuffers.size()) + ")");

@@ -114,7 +114,10 @@ struct Checker {
           if (v[j].size != ctx->numChunks)
             add(FindingKind::Plan, false, path + "." + side + "[" + std::to_string(j) + "].size",
                 "pipeline entry spans " + std::to_string(v[j].size) + " chunks but the pipeline's num_chunks is " +
-                    std::to_string(ctx->numChunks) + " (the executor runs past shorter entries)");
+                    std::to_string(ctx->numChunks) +
+                    (v[j].size < ctx->numChunks ? " (the executor would run past the end of a shorter entry)"
+                                                : " (the executor would process only the first num_chunks chunks "
+                                                  "of a longer entry)"));
       };
       entries(o.src, "src_buff");
       entries(o.dst, "dst_buff");

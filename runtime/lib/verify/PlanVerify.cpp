@@ -105,6 +105,7 @@ bool Verifier::setup() {
   pktShadow_.assign(space_, Shadow{});
   pktRel_.assign(space_, kNone);
   flatten();
+  checkPacketFootprints();
   // Channels and semaphores.
   for (uint32_t r = 0; r < n_; ++r) {
     RankRun &rr = ranks_[r];

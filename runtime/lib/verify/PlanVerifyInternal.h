@@ -277,6 +277,8 @@ private:
   uint32_t nextSyncWith(uint32_t actor, uint32_t from, OpTraits traits, uint32_t peer) const;
   /// Whether threadblock `actor` has a nop or barrier strictly between positions `from` and `to`.
   bool nopBetween(uint32_t actor, uint32_t from, uint32_t to) const;
+  /// Scratch used as LL packets and as plain data in overlapping bytes (PacketFootprint.cpp).
+  void checkPacketFootprints();
   // --- Execution -------------------------------------------------------------------------
   bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e);
   bool step(TbRun &tb);
