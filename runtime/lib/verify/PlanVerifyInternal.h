@@ -280,11 +280,15 @@ private:
   /// Scratch used as LL packets and as plain data in overlapping bytes (PacketFootprint.cpp).
   void checkPacketFootprints();
   // --- Execution -------------------------------------------------------------------------
-  bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e);
+  bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e) const;
   bool step(TbRun &tb);
   void startLaunch(uint32_t r);
   void endLaunch(uint32_t r);
   void checkPostcondition(uint32_t r);
+  /// The ops that brought the plain value at address `a` there before its last writer, newest
+  /// first (at most 6): each writer's source unit and that unit's writer, while the source still
+  /// holds what the writer read (its value for a move, a part of it for a reduction).
+  std::vector<OpRef> valueChain(uint64_t a) const;
   void reportDeadlock();
   std::string describeValue(uint32_t v) const;
   std::string unitName(BufferType t, uint64_t unit) const;

@@ -71,6 +71,30 @@ void Verifier::checkPostcondition(uint32_t r) {
           at.push_back(ref(plainWriter_[a], plainWriterLaunch_[a]));
           writer = " (written last by rank " + std::to_string(at[0].rank) + " tb " + std::to_string(at[0].tb) +
                    " op " + std::to_string(at[0].op) + ")";
+          // The ops that brought the value there, newest first (notes at their calls). A value
+          // that counts a contribution twice was made by a reduction: moves (put, get, copy) pass
+          // values on unchanged, so such a finding goes to the newest op of the chain that
+          // computes (a reduce); any other wrong value (a wrong or missing piece) to the last
+          // writer, which put it there.
+          std::vector<OpRef> chain = valueChain(a);
+          if (!chain.empty()) {
+            writer.pop_back();
+            writer += "; the value came through";
+            for (const OpRef &o : chain)
+              writer += " rank " + std::to_string(o.rank) + " tb " + std::to_string(o.tb) + " op " +
+                        std::to_string(o.op) + (&o == &chain.back() ? ")" : ",");
+            at.insert(at.end(), chain.begin(), chain.end());
+            auto computes = [&](const OpRef &o) {
+              const auto &ops = plan_.gpus[size_t(o.rank)].threadblocks[size_t(o.tb)].ops;
+              const Op &op = o.inner >= 0 ? ops[size_t(o.op)].ops[size_t(o.inner)] : ops[size_t(o.op)];
+              return isReduceFamily(op.type) || isSwitchOp(op.type);
+            };
+            const auto &terms = vals_.sets[got];
+            const bool twice = got >= 2 && std::adjacent_find(terms.begin(), terms.end()) != terms.end();
+            auto fault = twice ? std::find_if(at.begin(), at.end(), computes) : at.begin();
+            if (fault != at.end() && fault != at.begin())
+              std::rotate(at.begin(), fault, fault + 1); // report there; the others stay notes
+          }
         }
         fail(FindingKind::Postcondition, "gpus[" + std::to_string(r) + "]",
              std::string("at the end of launch ") + std::to_string(rr.launch) + ", rank " + std::to_string(r) + "'s " +
@@ -303,6 +327,59 @@ void Verifier::run() {
         return;
       }
   }
+}
+
+std::vector<OpRef> Verifier::valueChain(uint64_t a) const {
+  std::vector<OpRef> chain;
+  std::set<uint32_t> seen;
+  uint32_t w = plainWriter_[a];
+  seen.insert(w);
+  for (int step = 0; step < 6 && w != kNone; ++step) {
+    // Where did writer w read the value it wrote at address `a`? The source entry paired with the
+    // destination entry holding `a` (put/get: the i-th pair; copy/reduce: the first source),
+    // at the same unit offset.
+    const TbRun &tb = tbs_[opPos_[w].first];
+    const Op &op = *opPtr_[w];
+    const uint32_t L = plainWriterLaunch_[a];
+    std::optional<uint64_t> from;
+    for (size_t i = 0; i < op.dst.size() && !from; ++i) {
+      Ent d;
+      if (!resolveEntry(tb, op, op.dst[i], d) || d.sw)
+        continue;
+      for (uint64_t k = 0; k < d.len() && !from; ++k) {
+        bool ok = true;
+        if (address(d.rank, d.type, d.lo + k, L, ok) != a || !ok)
+          continue;
+        Ent s;
+        const size_t si = i < op.src.size() ? i : 0;
+        if (op.src.empty() || !resolveEntry(tb, op, op.src[si], s) || s.sw ||
+            k >= s.len())
+          break;
+        const uint64_t b = address(s.rank, s.type, s.lo + k, L, ok);
+        if (ok && b != a)
+          from = b;
+      }
+    }
+    if (!from)
+      break;
+    // The source still holds what w read only if its value is w's (a move) or part of it (a
+    // reduction); otherwise it was written after w read it, and the chain ends here.
+    const uint32_t v = plainVal_[a], u = plainVal_[*from];
+    const bool move = !isReduceFamily(op.type);
+    bool same = move ? u == v : false;
+    if (!move && u >= 2 && v >= 2) {
+      const auto &part = vals_.sets[u], &whole = vals_.sets[v];
+      same = std::includes(whole.begin(), whole.end(), part.begin(), part.end());
+    }
+    if (!same)
+      break;
+    a = *from;
+    w = plainWriter_[a];
+    if (w == kNone || !seen.insert(w).second)
+      break;
+    chain.push_back(ref(w, plainWriterLaunch_[a]));
+  }
+  return chain;
 }
 
 } // namespace msccl::verify::detail

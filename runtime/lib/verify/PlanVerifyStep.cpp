@@ -28,7 +28,7 @@ uint64_t Verifier::address(uint32_t rank, BufferType type, uint64_t unit, uint32
   return 0;
 }
 
-bool Verifier::resolveEntry(const TbRun &tb, const Op &op, const BufferRef &bref, Ent &e) {
+bool Verifier::resolveEntry(const TbRun &tb, const Op &op, const BufferRef &bref, Ent &e) const {
   const Gpu &gpu = plan_.gpus[tb.rank];
   const auto &rtb = resolved_.gpus[tb.rank].threadblocks[tb.tb];
   e.rank = tb.rank;
