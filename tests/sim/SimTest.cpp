@@ -238,7 +238,8 @@ TEST_CASE("the sim backend runs through runCollective without data", "[sim]") {
 
 TEST_CASE("topology files: every built-in one loads; bad ones name the problem", "[sim]") {
   std::vector<std::string> names = sim::builtinTopologies();
-  for (const char *want : {"hgx-h100", "hgx-h200", "gb200-nvl72", "2x-hgx-h100", "4x-hgx-h100", "pcie-l40s"})
+  for (const char *want :
+       {"hgx-h100", "hgx-h200", "gb200-nvl72", "2x-hgx-h100", "4x-hgx-h100", "8x-hgx-h100", "pcie-l40s"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   for (const std::string &n : names) {
     sim::Topology t = sim::loadTopology(n);
@@ -246,6 +247,7 @@ TEST_CASE("topology files: every built-in one loads; bad ones name the problem",
     CHECK(t.intraGBps > 0);
   }
   CHECK(sim::loadTopology("4x-hgx-h100").gpus() == 32);
+  CHECK(sim::loadTopology("8x-hgx-h100").gpus() == 64);
   CHECK(sim::loadTopology("gb200-nvl72").gpus() == 72);
   CHECK_FALSE(sim::loadTopology("pcie-l40s").nvls);
   CHECK_THROWS_WITH(sim::loadTopology("dgx-nope"), Catch::Contains("unknown topology 'dgx-nope'") &&
