@@ -425,6 +425,16 @@ std::string defaultCacheDir() {
   return "/tmp/msccl-cache-" + std::to_string(::getuid());
 }
 
+std::string installedPlansDir() {
+  if (const char *d = std::getenv("MSCCL_INSTALLED_PLANS"); d && *d)
+    return d;
+  if (const char *x = std::getenv("XDG_DATA_HOME"); x && *x)
+    return std::string(x) + "/msccl/plans";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.local/share/msccl/plans";
+  return "";
+}
+
 std::string compilerVersion() {
   // The release alone would keep entries of an older build of the same release: add the
   // identity (size, modification time) of the binary holding the compiler.

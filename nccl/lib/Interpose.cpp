@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -145,7 +146,14 @@ std::shared_ptr<msccl::PlanRegistry> registry(std::string &error) {
   if (!gRegistryLoaded) {
     gRegistryLoaded = true;
     gRegistry = std::make_shared<msccl::PlanRegistry>();
-    const char *dir = std::getenv("MSCCL_PLANS");
+    const char *env = std::getenv("MSCCL_PLANS");
+    std::string installed;
+    if (!(env && *env)) { // the tuned defaults of this machine (msccl-tune --install), when there are some
+      installed = msccl::installedPlansDir();
+      if (!installed.empty() && ::access((installed + "/msccl-plans.json").c_str(), R_OK) != 0)
+        installed.clear();
+    }
+    const char *dir = env && *env ? env : installed.empty() ? nullptr : installed.c_str();
     if (dir && *dir) {
       try {
         // .msccl programs compile (through the cache) with MSCCL_PLANS_DEFINES="NAME=VALUE,...".
@@ -166,12 +174,14 @@ std::shared_ptr<msccl::PlanRegistry> registry(std::string &error) {
         }
         size_t n = gRegistry->addDirectory(dir, params);
         if (infoLogging())
-          logLine("%zu plan(s) registered from %s (MSCCL_PLANS)", n, dir);
+          logLine("%zu plan(s) registered from %s (%s)", n, dir,
+                  installed.empty() ? "MSCCL_PLANS" : "installed by msccl-tune --install; MSCCL_PLANS is not set");
       } catch (const std::exception &e) {
-        gRegistryError = std::string("MSCCL_PLANS=") + dir + ": " + e.what();
+        gRegistryError = (installed.empty() ? std::string("MSCCL_PLANS=") : std::string("installed plans ")) + dir +
+                         ": " + e.what();
       }
     } else if (infoLogging()) {
-      logLine("MSCCL_PLANS is not set: every call goes to NCCL");
+      logLine("MSCCL_PLANS is not set and no plans are installed (msccl-tune --install): every call goes to NCCL");
     }
   }
   error = gRegistryError;

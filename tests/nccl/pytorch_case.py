@@ -7,7 +7,7 @@ kinds of call, 2-rank plans for its split communicators), runs tests/nccl/pytorc
 (MSCCL_NCCL_LIB_PATH names a file that does not exist), and checks: the client found every result
 right and every call returned success (a call no plan takes would fail: there is no NCCL to go
 to), MSCCL_DEBUG shows a plan for every collective call of every rank and no fallback."""
-import argparse, os, re, subprocess, sys, tempfile
+import argparse, json, os, re, subprocess, sys, tempfile
 
 # (stdlib algorithm, defines, file name)
 PLANS = [
@@ -45,6 +45,9 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--client", required=True)
     ap.add_argument("--preload", required=True)
+    ap.add_argument("--installed", action="store_true",
+                    help="give the plans as the installed directory (MSCCL_INSTALLED_PLANS, with an index, as "
+                         "msccl-tune --install writes it) instead of MSCCL_PLANS")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="nccl-pytorch-")
     plans = os.path.join(tmp, "plans")
@@ -55,10 +58,16 @@ def main():
             cmd += ["-D", d]
         subprocess.run(cmd, check=True)
     env = dict(os.environ)
-    env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_DEBUG="INFO",
+    env.update(MSCCL_BACKEND="cpu", MSCCL_DEBUG="INFO",
                MSCCL_NCCL_LIB_PATH=os.path.join(tmp, "no-such-libnccl.so.2"), MSCCL_TIMEOUT="60")
+    plans_var = "MSCCL_INSTALLED_PLANS" if a.installed else "MSCCL_PLANS"
+    env.pop("MSCCL_PLANS", None)
+    env[plans_var] = plans
+    if a.installed:
+        with open(os.path.join(plans, "msccl-plans.json"), "w") as f:
+            json.dump({"plans": [{"file": name} for _, _, name in PLANS]}, f)
     cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
-    for k in ["LD_PRELOAD", "MSCCL_BACKEND", "MSCCL_PLANS", "MSCCL_DEBUG", "MSCCL_NCCL_LIB_PATH", "MSCCL_TIMEOUT"]:
+    for k in ["LD_PRELOAD", "MSCCL_BACKEND", plans_var, "MSCCL_DEBUG", "MSCCL_NCCL_LIB_PATH", "MSCCL_TIMEOUT"]:
         cmd += ["-x", k]
     env["LD_PRELOAD"] = a.preload
     p = subprocess.run(cmd + [a.client], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -79,6 +88,8 @@ def main():
             count = counts[rank]
             if got != count:
                 problems.append("rank %d: %d line(s) of `%s`, expected %d" % (rank, got, pattern, count))
+    if a.installed and "installed by msccl-tune --install; MSCCL_PLANS is not set" not in p.stderr:
+        problems.append("the installed plans were not loaded (or not said so)")
     fallbacks = re.findall(r"MSCCL INFO rank \d: \S+ .*: NCCL \(.*", p.stderr)
     if fallbacks:
         problems.append("calls went to NCCL: " + "; ".join(fallbacks[:4]))

@@ -142,4 +142,20 @@ TEST_CASE("msccl-tune's command line", "[tune]") {
                        kStdlib.c_str()};
   CHECK(runTune(8, run, ok, okErr) == 0);
   CHECK_THAT(ok.str(), Catch::Contains("model output") && Catch::Contains("alltoall/allpairs"));
+  // --install writes where libmsccl_nccl.so looks when MSCCL_PLANS is unset.
+  const fs::path dir = fs::temp_directory_path() / ("msccl-tune-install-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("MSCCL_INSTALLED_PLANS", dir.c_str(), 1);
+  CHECK(installedPlansDir() == dir.string());
+  const char *install[] = {"msccl-tune", "--collective", "alltoall", "--max-bytes", "8K", "--quick", "--install",
+                           "--stdlib", kStdlib.c_str()};
+  std::ostringstream iOut, iErr;
+  CHECK(runTune(9, install, iOut, iErr) == 0);
+  CHECK(fs::exists(dir / "msccl-plans.json"));
+  PlanRegistry reg;
+  CHECK(reg.addDirectory(dir.string()) > 0);
+  const char *both[] = {"msccl-tune", "--install", "-o", "x"};
+  CHECK(runTune(4, both, iOut, iErr) == 2);
+  ::unsetenv("MSCCL_INSTALLED_PLANS");
+  fs::remove_all(dir);
 }

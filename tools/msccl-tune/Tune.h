@@ -37,6 +37,7 @@ struct TuneOptions {
   uint64_t maxBytes = uint64_t(1) << 32; ///< --max-bytes
   std::string dataType = "float32";    ///< --dtype: element size for the chunk rule
   std::string outDir;                  ///< -o DIR ("" = print only)
+  bool install = false;                ///< --install: -o msccl::installedPlansDir() (the shim's default)
   bool quick = false;                  ///< --quick: defaults and instances only (no chunk grid)
   bool verbose = false;                ///< --verbose: every candidate and why one was left out
   std::string stdlibDir;               ///< "" = mscclc's default

@@ -2,6 +2,7 @@
 #include "Tune.h"
 
 #include "msccl/elab/Loader.h"
+#include "msccl/msccl.hpp"
 #include "msccl/runtime/Collective.h"
 
 #include <chrono>
@@ -18,7 +19,7 @@ namespace {
 
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
-        "                  [--max-bytes S] [--dtype T] [--quick] [--verbose] [--stdlib DIR] [-o DIR]\n"
+        "                  [--max-bytes S] [--dtype T] [--quick] [--verbose] [--stdlib DIR] [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks) on the performance model, keeps the plans the verifier proves, and prints the\n"
         "  fastest per power-of-two size with the lower bound and the best plan at its defaults\n"
@@ -28,7 +29,10 @@ void usage(std::ostream &os) {
         "  --ranks         world size (default: every GPU of the topology)\n"
         "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
-        "  --quick         defaults and instances only (no chunk grid)\n";
+        "  --quick         defaults and instances only (no chunk grid)\n"
+        "  --install       -o the installed plans directory, which libmsccl_nccl.so loads when MSCCL_PLANS\n"
+        "                  is unset ($MSCCL_INSTALLED_PLANS, $XDG_DATA_HOME/msccl/plans or\n"
+        "                  ~/.local/share/msccl/plans)\n";
 }
 
 std::optional<uint64_t> parseBytes(const std::string &s) {
@@ -77,6 +81,8 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       o.quick = true;
     } else if (a == "--verbose") {
       o.verbose = true;
+    } else if (a == "--install") {
+      o.install = true;
     } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
                a == "--ranks" || a == "--min-bytes" || a == "--max-bytes") {
       if (!(v = value(a.c_str())))
@@ -98,6 +104,17 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       }
     } else {
       err << "msccl-tune: unknown argument " << a << " (--help)\n";
+      return 2;
+    }
+  }
+  if (o.install) {
+    if (!o.outDir.empty()) {
+      err << "msccl-tune: --install and -o contradict each other\n";
+      return 2;
+    }
+    o.outDir = msccl::installedPlansDir();
+    if (o.outDir.empty()) {
+      err << "msccl-tune: --install: no directory (set MSCCL_INSTALLED_PLANS or HOME)\n";
       return 2;
     }
   }

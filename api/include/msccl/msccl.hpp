@@ -134,6 +134,12 @@ struct CompileInfo {
 /// 0700; a directory owned by another user or writable by its group or others is not used.
 std::string defaultCacheDir();
 
+/// Where `msccl-tune --install` writes this machine's tuned plans (a plan directory with an index,
+/// PlanRegistry::addDirectory) and where libmsccl_nccl.so looks when MSCCL_PLANS is unset:
+/// $MSCCL_INSTALLED_PLANS, else $XDG_DATA_HOME/msccl/plans, else $HOME/.local/share/msccl/plans,
+/// else "" (no home). Not created here; it may not exist.
+std::string installedPlansDir();
+
 /// The version of the compiler built into this library ("msccl 0.2.0 plan-format N ...").
 std::string compilerVersion();
 
