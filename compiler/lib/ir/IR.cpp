@@ -263,7 +263,12 @@ void printOpTo(std::ostream &os, const Op &op) {
     os << " dst="; printIds(os, op.dstIndex); os << " sw="; printIds(os, op.channelIds);
     os << ' ' << plan::reduceOpName(op.reduceOp); break;
   case OpKind::Pipeline: os << " unit=" << op.unit << " num_chunks=" << op.numChunks; break;
-  default: {
+  // Data ops: their entries.
+  case OpKind::Put: case OpKind::PutPackets: case OpKind::ReadPutPackets: case OpKind::PutWithSignal:
+  case OpKind::PutWithSignalAndFlush: case OpKind::Get: case OpKind::Copy: case OpKind::CopyPackets:
+  case OpKind::UnpackPackets: case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets:
+  case OpKind::ReduceSend: case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets:
+  case OpKind::ReadReduce: case OpKind::ReadReduceSend: {
     os << " src=[";
     bool first = true;
     for (auto &c : op.localSrc) { os << (first ? "" : ","); printLocal(os, c); first = false; }

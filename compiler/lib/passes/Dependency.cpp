@@ -113,7 +113,11 @@ void localDataAccess(const Op &op, size_t id, std::vector<DataAccess> &out) {
   case OpKind::Pipeline:
     for (auto &inner : op.ops) localDataAccess(inner, id, out);
     break;
-  default:
+  // No local access, as the Python DSL's local_data_access (sync ops, switch ops, rppkt).
+  case OpKind::Nop: case OpKind::Barrier: case OpKind::ReadPutPackets: case OpKind::Signal: case OpKind::Wait:
+  case OpKind::Flush: case OpKind::MultiLoadReduceStore: case OpKind::RelaxedSignal: case OpKind::RelaxedWait:
+  case OpKind::SemRelease: case OpKind::SemAcquire: case OpKind::MultiStore: case OpKind::MultiStorePackets:
+  case OpKind::MultiLoadReduce:
     break;
   }
 }

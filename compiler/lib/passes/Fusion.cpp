@@ -173,10 +173,16 @@ bool combine(Op &acc, Op &next) {
       return true;
     }
     return false;
-  default:
+  // The reduce family combines (isReduceFamily: combineReduce); copy, cpkt, upkt, gstore, gstorepkt, glres do not.
+  case OpKind::Copy: case OpKind::CopyPackets: case OpKind::UnpackPackets: case OpKind::Reduce:
+  case OpKind::ReducePackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceSend:
+  case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets: case OpKind::ReadReduce:
+  case OpKind::ReadReduceSend: case OpKind::MultiLoadReduceStore: case OpKind::MultiStore:
+  case OpKind::MultiStorePackets:
     if (isReduceFamily(a)) return combineReduce(acc, next);
     return false; // copy, cpkt, upkt, gstore, gstorepkt, glres
   }
+  return false; // not an OpKind value (every enumerator has its case above)
 }
 
 } // namespace

@@ -461,7 +461,8 @@ struct Ctx {
       for (uint32_t r : members(op.dst[0]))
         out.emplace_back(packets(r, op.dst[0].where.type, op.dst[0].bytes.offset, len, "packets"), 2 * len);
       break;
-    default: { // repkt, recpkt, respkt, recspkt
+    case OpType::ReducePackets: case OpType::ReduceCopyPackets: case OpType::ReduceSendPackets:
+    case OpType::ReduceCopySendPackets: {
       for (size_t j = 1; j < op.src.size(); ++j)
         pk(in, op.src[j], len);
       size_t first = 1;
@@ -474,6 +475,14 @@ struct Ctx {
           pk(out, op.dst[j], len);
       break;
     }
+    // Not packet ops: the op table routes them to other handlers.
+    case OpType::Nop: case OpType::Barrier: case OpType::Put: case OpType::PutWithSignal:
+    case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::Signal:
+    case OpType::Wait: case OpType::Flush: case OpType::Reduce: case OpType::ReduceSend:
+    case OpType::ReadReduce: case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore:
+    case OpType::RelaxedSignal: case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease:
+    case OpType::SemAcquire: case OpType::MultiStore: case OpType::MultiLoadReduce:
+      break;
     }
     for (auto &r : in)
       m.race->packetAcquire(tb, op, r.first, r.second);

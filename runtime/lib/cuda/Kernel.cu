@@ -357,7 +357,8 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
     io.pktSrc[io.nPktSrc++] = pkt(src[0]);
     for (int m = 0; m < x.members(dst[0]); ++m) io.pktDst[io.nPktDst++] = x.memberBase(dst[0], m) + 2 * dst[0].offset;
     break;
-  default: { // repkt, recpkt, respkt, recspkt
+  case OpType::ReducePackets: case OpType::ReduceCopyPackets: case OpType::ReduceSendPackets:
+  case OpType::ReduceCopySendPackets: {
     io.plainSrc = plainAt(src[0]);
     for (int j = 1; j < op.nSrc; ++j) io.pktSrc[io.nPktSrc++] = pkt(src[j]);
     io.plainDst = plainAt(dst[0]);
@@ -368,6 +369,14 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
     dispatchReduce(x.dataType, op.reduceOp, PacketReduceCall<LL16>{x.w, io, x.flag});
     return;
   }
+  // Not packet ops: the op table routes them to other handlers.
+  case OpType::Nop: case OpType::Barrier: case OpType::Put: case OpType::PutWithSignal:
+  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::Signal:
+  case OpType::Wait: case OpType::Flush: case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce:
+  case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore: case OpType::RelaxedSignal:
+  case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease: case OpType::SemAcquire:
+  case OpType::MultiStore: case OpType::MultiLoadReduce:
+    return;
   }
   packetLoop<LL16>(x.w, io, x.flag, NoCombine());
 }
@@ -417,7 +426,6 @@ __device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
     Cuda(x, op, win);                                                                                              \
     return;
 #include "msccl/plan/PlanEnums.def"
-  default: return;
   }
 }
 

@@ -213,7 +213,13 @@ void Sim::step(TbState &s) {
     }
     finishAt(s, newRec(s, s.opStart), now_ + opT);
     return;
-  default:
+  // Packet and data ops: below.
+  case OpType::Put: case OpType::PutPackets: case OpType::ReadPutPackets: case OpType::PutWithSignal:
+  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::CopyPackets:
+  case OpType::UnpackPackets: case OpType::Reduce: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
+  case OpType::ReduceSend: case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets:
+  case OpType::ReadReduce: case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore:
+  case OpType::Pipeline: case OpType::MultiStore: case OpType::MultiStorePackets: case OpType::MultiLoadReduce:
     break;
   }
   if (!packetsReady(s, op)) {

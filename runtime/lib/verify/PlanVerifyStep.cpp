@@ -259,7 +259,13 @@ bool Verifier::step(TbRun &tb) {
     return true;
   case OpType::Pipeline:
     return true;
-  default:
+  // Data and packet ops: below.
+  case OpType::Put: case OpType::PutPackets: case OpType::ReadPutPackets: case OpType::PutWithSignal:
+  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::CopyPackets:
+  case OpType::UnpackPackets: case OpType::Reduce: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
+  case OpType::ReduceSend: case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets:
+  case OpType::ReadReduce: case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore:
+  case OpType::MultiStore: case OpType::MultiStorePackets: case OpType::MultiLoadReduce:
     break;
   }
   // Data ops.
@@ -363,7 +369,13 @@ bool Verifier::step(TbRun &tb) {
       }
     return true;
   }
-  default:
+  // Packet ops: the next switch.
+  case OpType::Nop: case OpType::Barrier: case OpType::PutPackets: case OpType::ReadPutPackets:
+  case OpType::CopyPackets: case OpType::UnpackPackets: case OpType::Signal: case OpType::Wait:
+  case OpType::Flush: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
+  case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets: case OpType::RelaxedSignal:
+  case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease: case OpType::SemAcquire:
+  case OpType::MultiStorePackets:
     break;
   }
   // Packet ops. A packet op runs when every packet it reads carries this launch's flag.
@@ -506,7 +518,13 @@ bool Verifier::step(TbRun &tb) {
     }
     return true;
   }
-  default:
+  // Modelled above (not packet ops), or not at all: the fail below.
+  case OpType::Nop: case OpType::Barrier: case OpType::Put: case OpType::PutWithSignal:
+  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::Signal:
+  case OpType::Wait: case OpType::Flush: case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce:
+  case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore: case OpType::RelaxedSignal:
+  case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease: case OpType::SemAcquire:
+  case OpType::MultiStore: case OpType::MultiLoadReduce:
     break;
   }
   // No case above modelled the op: never a silent no-op (a new op row of PlanEnums.def reaches
