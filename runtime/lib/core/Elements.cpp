@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace msccl::runtime {
 using plan::DataType;
@@ -104,7 +105,14 @@ void loop(void *dst, const void *a, const void *b, size_t n, F f) {
 template <typename T>
 void reduceNative(void *dst, const void *a, const void *b, size_t n, ReduceOp op) {
   switch (op) {
-  case ReduceOp::Sum: loop<T>(dst, a, b, n, [](T p, T q) { return T(p + q); }); break;
+  case ReduceOp::Sum:
+    // Integers wrap as they do on the GPU (two's complement), never signed overflow: timed
+    // iterations of an in-place reduction re-reduce their own sums (found by UBSan at 256 ranks).
+    if constexpr (std::is_integral_v<T>)
+      loop<T>(dst, a, b, n, [](T p, T q) { return T(std::make_unsigned_t<T>(p) + std::make_unsigned_t<T>(q)); });
+    else
+      loop<T>(dst, a, b, n, [](T p, T q) { return T(p + q); });
+    break;
   case ReduceOp::Min: loop<T>(dst, a, b, n, [](T p, T q) { return q < p ? q : p; }); break;
   case ReduceOp::Max: loop<T>(dst, a, b, n, [](T p, T q) { return p < q ? q : p; }); break;
   }
