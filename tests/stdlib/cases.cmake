@@ -38,6 +38,7 @@ stdlib_run(allreduce/nvls r2 DEFINES ranks=2)
 stdlib_run(allreduce/nvls r5-c2 DEFINES ranks=5 chunks=2 DTYPE int32)
 stdlib_run(allreduce/nvls r8 DEFINES ranks=8 DTYPE bfloat16)
 stdlib_run(allreduce/nvls r11 DEFINES ranks=11 DTYPE int32 MODES out-of-place)
+stdlib_run(allreduce/nvls r8-c2-i2 DEFINES ranks=8 chunks=2 instances=2 DTYPE int32 MODES out-of-place)
 stdlib_run(allreduce/nvls r32 DEFINES ranks=32 DTYPE int32 MODES in-place)
 stdlib_refuse(allreduce/nvls ranks1 "needs at least 2 ranks" DEFINES ranks=1)
 

@@ -148,10 +148,11 @@ int pick(const std::vector<double> &times, const std::vector<bool> &eligible) {
 
 } // namespace
 
-Envelope tuneCollective(const std::string &collective, const TuneOptions &o, const Topology &topo, uint32_t ranks,
-                        uint32_t ranksPerNode) {
+Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneOptions &o, const Topology &topo,
+                        uint32_t ranks, uint32_t ranksPerNode) {
   Envelope e;
   e.collective = collective;
+  e.inPlace = inPlace;
   for (uint64_t s = 1; s <= o.maxBytes && s != 0; s <<= 1)
     if (s >= o.minBytes)
       e.sizes.push_back(s);
@@ -160,8 +161,12 @@ Envelope tuneCollective(const std::string &collective, const TuneOptions &o, con
   const auto kind = runtime::collectiveKind(collective);
   const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
   for (Candidate &c : e.candidates) {
-    c.plan = compileCandidate(c, stdlib, false, c.leftOut);
+    c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut);
     c.seconds.assign(e.sizes.size(), -1);
+    if (c.plan && !c.hasInplaceParam && c.plan->inplace != inPlace) {
+      c.leftOut = std::string("written for ") + (c.plan->inplace ? "in-place" : "out-of-place") + " calls only";
+      c.plan.reset();
+    }
     if (!c.plan)
       continue;
     for (size_t i = 0; i < e.sizes.size(); ++i) {

@@ -56,9 +56,12 @@ struct Candidate {
   std::vector<double> seconds;     ///< per swept size; < 0 where the plan cannot run it
 };
 
-/// Per collective: the sweep and its winners.
+/// Per collective and buffer mode: the sweep and its winners. In place and out of place are
+/// tuned apart: a plan's two builds can differ a lot (an out-of-place NVLS AllReduce copies its
+/// input in one threadblock).
 struct Envelope {
   std::string collective;
+  bool inPlace = false;
   std::vector<uint64_t> sizes;         ///< powers of two, ascending
   std::vector<Candidate> candidates;   ///< defaults first, then the grid, per algorithm
   std::vector<int> winner;             ///< per size: candidate index, -1 where none runs
@@ -76,10 +79,12 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
                                                    std::string &why);
 
-/// Compile (proving each plan) and simulate every candidate at every size, then pick the
-/// winner per size: the fastest, unless an earlier candidate is within 1% (defaults first).
-Envelope tuneCollective(const std::string &collective, const TuneOptions &o, const runtime::sim::Topology &topo,
-                        uint32_t ranks, uint32_t ranksPerNode);
+/// Compile (proving each plan; in place or not, by `inPlace`) and simulate every candidate at
+/// every size, then pick the winner per size: the fastest, unless an earlier candidate is within
+/// 1% (defaults first). A program without an `inplace` param takes part in the mode its plan is
+/// written for only.
+Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneOptions &o,
+                        const runtime::sim::Topology &topo, uint32_t ranks, uint32_t ranksPerNode);
 
 /// The registry ranges of an envelope: per run of sizes with one winner, [first size, next run's
 /// first size - 1]; the first run starts at 0 and the last ends at UINT64_MAX.
@@ -89,10 +94,10 @@ struct Range {
 };
 std::vector<Range> rangesOf(const Envelope &e);
 
-/// Write the winners of `envelopes` into `dir` (created): NAME.json (out of place), NAME_ip.json
-/// (in place, when the program has `inplace`), msccl-plans.json (one entry per range and build,
-/// tagged "tuned"), and tune-COLLECTIVE.svg per collective. Throws std::runtime_error naming the
-/// file that cannot be written or the winner that does not compile in place.
+/// Write the winners of `envelopes` into `dir` (created): NAME.json (out of place) or NAME_ip.json
+/// (in place), msccl-plans.json (one entry per range, "in_place" "out" or "in", tagged "tuned"),
+/// and tune-COLLECTIVE[-inplace].svg per envelope. Throws std::runtime_error naming the file
+/// that cannot be written.
 void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &envelopes, const TuneOptions &o,
                         const runtime::sim::Topology &topo, uint32_t ranks, uint32_t ranksPerNode);
 

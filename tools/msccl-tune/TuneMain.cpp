@@ -133,7 +133,8 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
   size_t proven = 0;
   for (const Candidate &c : e.candidates)
     proven += c.plan != nullptr;
-  out << "# " << e.collective << ": " << e.candidates.size() << " candidates, " << proven
+  out << "# " << e.collective << (e.inPlace ? " in place" : " out of place") << ": " << e.candidates.size()
+      << " candidates, " << proven
       << " compiled, proven and runnable here (model output below)\n";
   if (o.verbose)
     for (const Candidate &c : e.candidates)
@@ -192,8 +193,10 @@ int runTune(int argc, const char *const *argv, std::ostream &out, std::ostream &
       err << "msccl-tune: unknown collective " << c << "\n";
       return 2;
     }
-    envelopes.push_back(tuneCollective(c, o, topo, ranks, perNode));
-    printEnvelope(out, envelopes.back(), ranks, o);
+    for (bool inPlace : {false, true}) {
+      envelopes.push_back(tuneCollective(c, inPlace, o, topo, ranks, perNode));
+      printEnvelope(out, envelopes.back(), ranks, o);
+    }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out << "# searched in " << std::fixed << std::setprecision(1) << secs << " s (measured, this machine)\n";

@@ -48,15 +48,6 @@ void writeFile(const std::string &path, const std::string &text) {
     throw std::runtime_error("cannot write " + path);
 }
 
-/// The winner's in-place build.
-std::shared_ptr<const plan::Plan> inPlaceBuild(const Candidate &c, const std::string &stdlibDir) {
-  std::string why;
-  auto p = compileCandidate(c, stdlibDir, true, why);
-  if (!p)
-    throw std::runtime_error(c.label() + " does not compile in place: " + why);
-  return p;
-}
-
 } // namespace
 
 void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &envelopes, const TuneOptions &o,
@@ -67,34 +58,28 @@ void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &env
   index["plans"] = nlohmann::ordered_json::array();
   std::set<std::string> written, names;
   for (const Envelope &e : envelopes) {
+    const std::string mode = e.inPlace ? "_ip" : "";
     for (const Range &r : rangesOf(e)) {
       const Candidate &c = e.candidates[size_t(r.candidate)];
-      const std::string stem = c.fileStem();
-      if (written.insert(stem).second) {
+      const std::string stem = c.fileStem() + mode;
+      if (written.insert(stem).second)
         writeFile(dir + "/" + stem + ".json", plan::writePlan(*c.plan));
-        if (c.hasInplaceParam)
-          writeFile(dir + "/" + stem + "_ip.json", plan::writePlan(*inPlaceBuild(c, o.stdlibDir)));
-      }
       std::string name = stem;
       for (int k = 2; !names.insert(name).second; ++k)
         name = stem + "_" + std::to_string(k); // the same plan wins two separate ranges
-      for (bool inPlace : {false, true}) {
-        if (inPlace && !c.hasInplaceParam)
-          continue;
-        nlohmann::ordered_json entry;
-        entry["file"] = stem + (inPlace ? "_ip.json" : ".json");
-        entry["name"] = name + (inPlace ? "_ip" : "");
-        entry["min_bytes"] = r.minBytes;
-        if (r.maxBytes != UINT64_MAX)
-          entry["max_bytes"] = r.maxBytes;
-        entry["in_place"] = c.hasInplaceParam ? (inPlace ? "in" : "out") : "both";
-        if (ranksPerNode && ranksPerNode < ranks)
-          entry["ranks_per_node"] = ranksPerNode;
-        entry["tags"] = {"tuned", topo.name};
-        index["plans"].push_back(entry);
-      }
+      nlohmann::ordered_json entry;
+      entry["file"] = stem + ".json";
+      entry["name"] = name;
+      entry["min_bytes"] = r.minBytes;
+      if (r.maxBytes != UINT64_MAX)
+        entry["max_bytes"] = r.maxBytes;
+      entry["in_place"] = e.inPlace ? "in" : "out";
+      if (ranksPerNode && ranksPerNode < ranks)
+        entry["ranks_per_node"] = ranksPerNode;
+      entry["tags"] = {"tuned", topo.name};
+      index["plans"].push_back(entry);
     }
-    writeFile(dir + "/tune-" + e.collective + ".svg", envelopeSvg(e, topo, ranks));
+    writeFile(dir + "/tune-" + e.collective + (e.inPlace ? "-inplace" : "") + ".svg", envelopeSvg(e, topo, ranks));
   }
   writeFile(dir + "/msccl-plans.json", index.dump(2) + "\n");
 }
@@ -116,8 +101,8 @@ std::string envelopeSvg(const Envelope &e, const Topology &topo, uint32_t ranks)
   s << std::fixed << std::setprecision(1);
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << e.collective << " on " << topo.name << ", " << ranks
-    << " ranks: busbw against size (model output)</text>\n";
+  s << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << e.collective << (e.inPlace ? " (in place)" : "")
+    << " on " << topo.name << ", " << ranks << " ranks: busbw against size (model output)</text>\n";
   s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#444\"/>\n";
   for (int k = 0; k <= 4; ++k) { // y ticks
