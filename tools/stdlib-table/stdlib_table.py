@@ -27,6 +27,7 @@ Usage: stdlib_table.py --mscclc PATH [--msccl-run PATH] [--root REPO] [--stdlib 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,10 +100,35 @@ SIM_CANDIDATES = {
     ],
 }
 
-SIGNALS = {"signal", "rlxsignal"}
-WAITS = {"wait", "rlxwait"}
-SEMS = {"sem_acquire", "sem_release"}
-PACKET_OPS = {"ppkt", "rppkt", "respkt", "recspkt", "gstorepkt"}
+def op_table(root):
+    """The op sets this script counts, read from the op table (PlanEnums.def, one MSCCL_OP row per
+    op: Enum, "json", Shape, Executable, Channels, Traits, ...), as the editors' word lists are:
+    signals and waits (Sync ops with the Signals / Waits trait), semaphore ops (Sem shape) and
+    packet ops (the Packet trait: their payload crosses links twice, with its flags)."""
+    path = os.path.join(root, "runtime", "include", "msccl", "plan", "PlanEnums.def")
+    row = re.compile(r'^MSCCL_OP\(\s*\w+\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*,\s*\w+\s*,\s*[\w|]+\s*,\s*([\w|]+)\s*,')
+    sets = {"signals": set(), "waits": set(), "sems": set(), "packets": set()}
+    with open(path) as f:
+        for line in f:
+            m = row.match(line)
+            if not m:
+                continue
+            name, shape, traits = m.group(1), m.group(2), set(m.group(3).split("|"))
+            if shape == "Sync" and "Signals" in traits:
+                sets["signals"].add(name)
+            if shape == "Sync" and "Waits" in traits:
+                sets["waits"].add(name)
+            if shape == "Sem":
+                sets["sems"].add(name)
+            if "Packet" in traits:
+                sets["packets"].add(name)
+    if not all(sets.values()):
+        sys.exit("stdlib-table: %s: no MSCCL_OP rows of every kind (signals, waits, semaphores, packets)" % path)
+    return sets
+
+
+_OPS = op_table(os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
+SIGNALS, WAITS, SEMS, PACKET_OPS = _OPS["signals"], _OPS["waits"], _OPS["sems"], _OPS["packets"]
 
 
 def flat_ops(ops):
