@@ -19,7 +19,8 @@
 #
 # Environment: BUILD_DIR (bundle; default <repo>/build), OUT (run; default DIR/out),
 # GPU_CHECK_BUDGET (run; seconds for all steps, default 330), GPU_CHECK_STEPS (run; the steps to
-# run, space separated, default all: info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench).
+# run, space separated, default all: info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench;
+# bench also runs msccl-tune on the GPU).
 # Without a usable GPU, `run` says so in one line and exits 1. For a dry run of the harness on a
 # machine without a GPU (nvidia-smi faked): GPU_CHECK_BACKEND=cuda-host and
 # GPU_CHECK_DEVICE_FLAGS="--device host" run the steps on the host implementation.
@@ -128,14 +129,14 @@ bundle() {
   grep -q '^MSCCL_HAVE_CUDA:INTERNAL=ON' "$build/CMakeCache.txt" || die "the build in $build has no CUDA executor (no CUDA toolkit found?)"
   grep -Eq '^MSCCL_CUDA_ARCHITECTURES:INTERNAL=(.*;)?90' "$build/CMakeCache.txt" ||
     die "the build in $build has no sm_90 code (CMAKE_CUDA_ARCHITECTURES: $(sed -n 's/^MSCCL_CUDA_ARCHITECTURES:INTERNAL=//p' "$build/CMakeCache.txt"))"
-  cmake --build "$build" --target mscclc msccl-run msccl_cuda_gpu_tests msccl-bench-cuda >/dev/null ||
+  cmake --build "$build" --target mscclc msccl-run msccl-tune msccl_cuda_gpu_tests msccl-bench-cuda >/dev/null ||
     die "building the bundle's programs failed (cmake --build $build)"
 
   rm -rf "$dir"
   mkdir -p "$dir/bin" "$dir/lib" "$dir/plans/stdlib" "$dir/plans/golden"
   dir=$(cd "$dir" && pwd)
   local bins=("$build/tools/msccl-run/msccl-run" "$build/tests/cuda/msccl_cuda_gpu_tests"
-              "$build/tools/bench/cuda/msccl-bench-cuda")
+              "$build/tools/bench/cuda/msccl-bench-cuda" "$build/tools/msccl-tune/msccl-tune")
   local b
   for b in "${bins[@]}"; do
     [[ -x $b ]] || die "missing $b"
@@ -146,6 +147,9 @@ bundle() {
 
   compile_plans "$dir/plans" "$build/tools/mscclc/mscclc"
   local manifest=$dir/plans/stdlib.tsv
+  # The tuner compiles the stdlib in-process and reads the topologies.
+  cp -r "$root/stdlib" "$dir/stdlib"
+  cp -r "$root/share/topologies" "$dir/topologies"
 
   # Golden plans (MSCCL++'s own, from ../shared; they travel in the bundle, never into git).
   local shared=${MSCCL_SHARED_DIR:-$root/../shared}
@@ -313,7 +317,15 @@ step_sanitizer() {
     grep -v '^racy' || rc=1
   return $rc
 }
-step_bench() { "$bin/msccl-bench-cuda"; }
+# The benchmark, then msccl-tune timing the stdlib AllReduce candidates on the GPU (measured; the
+# bound is model output), both into bench.log (the device tool brings back at most 8 files).
+step_bench() {
+  "$bin/msccl-bench-cuda" || return 1
+  echo; echo "msccl-tune (times measured on the GPU; bounds: model output):"
+  MSCCL_TOPOLOGY_PATH=$dir/topologies timeout 60 "$bin/msccl-tune" --stdlib "$dir/stdlib" \
+    --topology "${GPU_CHECK_TOPOLOGY:-hgx-h100}" --backend "${GPU_CHECK_BACKEND:-cuda-virtual}" --collective allreduce \
+    --quick --min-bytes 1K --max-bytes 16M | grep -v '^#   '
+}
 
 run() {
   dir=$(cd "${1:?usage: $0 run DIR}" && pwd)
@@ -333,7 +345,7 @@ run() {
   run_step gpu-quick 60 step_gpu_quick
   run_step stdlib-run 90 step_stdlib_run
   run_step sanitizer 60 step_sanitizer
-  run_step bench 60 step_bench
+  run_step bench 120 step_bench
   run_step stdlib-cpu 90 step_stdlib_cpu
   run_step golden 90 step_golden
 

@@ -153,6 +153,15 @@ TEST_CASE("msccl-tune's command line", "[tune]") {
                        kStdlib.c_str()};
   CHECK(runTune(8, run, ok, okErr) == 0);
   CHECK_THAT(ok.str(), Catch::Contains("model output") && Catch::Contains("alltoall/allpairs"));
+  // --backend: the candidates run (and are checked) on that executor; the times are measured.
+  const char *cpu[] = {"msccl-tune", "--collective", "allgather", "--min-bytes", "4K", "--max-bytes", "8K", "--quick",
+                       "--backend", "cpu", "--stdlib", kStdlib.c_str()};
+  std::ostringstream cOut, cErr;
+  CHECK(runTune(12, cpu, cOut, cErr) == 0);
+  CHECK_THAT(cOut.str(), Catch::Contains("measured on backend cpu") && Catch::Contains("allgather/"));
+  const char *noSuch[] = {"msccl-tune", "--backend", "abacus"};
+  CHECK(runTune(3, noSuch, cOut, cErr) == 2);
+  CHECK_THAT(cErr.str(), Catch::Contains("--backend abacus"));
   // --install writes where libmsccl_nccl.so looks when MSCCL_PLANS is unset.
   const fs::path dir = fs::temp_directory_path() / ("msccl-tune-install-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -4,6 +4,7 @@
 #include "msccl/driver/Driver.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
+#include "msccl/runtime/Verify.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -160,6 +161,11 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
   const auto kind = runtime::collectiveKind(collective);
   const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+  // --backend: measure on that executor (one per collective and mode), else the model.
+  std::unique_ptr<runtime::Executor> measure;
+  if (!o.backend.empty() && o.backend != "sim")
+    measure = runtime::createExecutor(o.backend);
+  const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
   for (Candidate &c : e.candidates) {
     c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut);
     c.seconds.assign(e.sizes.size(), -1);
@@ -174,6 +180,19 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       if (!ms)
         continue;
       try {
+        if (measure) {
+          runtime::RunOptions ro;
+          ro.size = e.sizes[i];
+          ro.dataType = dtype;
+          ro.inPlace = inPlace;
+          ro.iterations = 5;
+          ro.warmup = 2;
+          ro.check = true; // a wrong result leaves the candidate out at this size
+          const runtime::RunReport rep = runtime::runCollective(*measure, *c.plan, ro);
+          if (rep.verify.checked && rep.verify.wrong == 0)
+            c.seconds[i] = rep.secondsPerLaunch;
+          continue;
+        }
         c.seconds[i] =
             runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
                 .seconds;

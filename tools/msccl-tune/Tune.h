@@ -39,6 +39,10 @@ struct TuneOptions {
   std::string outDir;                  ///< -o DIR ("" = print only)
   bool install = false;                ///< --install: -o msccl::installedPlansDir() (the shim's default)
   bool quick = false;                  ///< --quick: defaults and instances only (no chunk grid)
+  /// --backend NAME: time each candidate by running it on that executor backend (cpu, cuda,
+  /// cuda-virtual, ...: measured, 2 warm-up and 5 timed launches, results checked once) instead of
+  /// the model; "" or "sim": the model. The lower bound stays model output.
+  std::string backend;
   bool verbose = false;                ///< --verbose: every candidate and why one was left out
   std::string stdlibDir;               ///< "" = mscclc's default
 };

@@ -19,7 +19,8 @@ namespace {
 
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
-        "                  [--max-bytes S] [--dtype T] [--quick] [--verbose] [--stdlib DIR] [-o DIR | --install]\n"
+        "                  [--max-bytes S] [--dtype T] [--quick] [--backend NAME] [--verbose] [--stdlib DIR]\n"
+        "                  [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks) on the performance model, keeps the plans the verifier proves, and prints the\n"
         "  fastest per power-of-two size with the lower bound and the best plan at its defaults\n"
@@ -30,6 +31,8 @@ void usage(std::ostream &os) {
         "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
         "  --quick         defaults and instances only (no chunk grid)\n"
+        "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
+        "                  results checked) instead of the model; the bound stays model output\n"
         "  --install       -o the installed plans directory, which libmsccl_nccl.so loads when MSCCL_PLANS\n"
         "                  is unset ($MSCCL_INSTALLED_PLANS, $XDG_DATA_HOME/msccl/plans or\n"
         "                  ~/.local/share/msccl/plans)\n";
@@ -84,6 +87,7 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
     } else if (a == "--install") {
       o.install = true;
     } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
+               a == "--backend" ||
                a == "--ranks" || a == "--min-bytes" || a == "--max-bytes") {
       if (!(v = value(a.c_str())))
         return 2;
@@ -92,6 +96,7 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       else if (a == "--dtype") o.dataType = *v;
       else if (a == "--stdlib") o.stdlibDir = *v;
       else if (a == "-o") o.outDir = *v;
+      else if (a == "--backend") o.backend = *v;
       else {
         std::optional<uint64_t> n = parseBytes(*v);
         if (!n || (a == "--ranks" && *n > 1024)) {
@@ -134,8 +139,9 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
   for (const Candidate &c : e.candidates)
     proven += c.plan != nullptr;
   out << "# " << e.collective << (e.inPlace ? " in place" : " out of place") << ": " << e.candidates.size()
-      << " candidates, " << proven
-      << " compiled, proven and runnable here (model output below)\n";
+      << " candidates, " << proven << " compiled, proven and runnable here ("
+      << (o.backend.empty() || o.backend == "sim" ? "model output" : "measured on " + o.backend + "; bound: model output")
+      << " below)\n";
   if (o.verbose)
     for (const Candidate &c : e.candidates)
       out << "#   " << (c.plan ? "ok   " : "left ") << c.label() << (c.isDefault ? " (defaults)" : "")
@@ -184,8 +190,21 @@ int runTune(int argc, const char *const *argv, std::ostream &out, std::ostream &
     return 2;
   }
   const uint32_t perNode = ranks > topo.gpusPerNode ? topo.gpusPerNode : ranks;
+  const bool measured = !o.backend.empty() && o.backend != "sim";
+  if (measured) {
+    runtime::registerBuiltExecutors();
+    try {
+      (void)runtime::createExecutor(o.backend);
+    } catch (const std::exception &e) {
+      err << "msccl-tune: --backend " << o.backend << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
   out << "# msccl-tune: topology " << topo.name << " (" << topo.description << "), " << ranks << " ranks, " << perNode
-      << " per node, " << o.dataType << "; every time, busbw and bound is model output\n";
+      << " per node, " << o.dataType << "; "
+      << (measured ? "times and busbw measured on backend " + o.backend + " (this machine), the bound is model output"
+                   : std::string("every time, busbw and bound is model output"))
+      << "\n";
   const auto start = std::chrono::steady_clock::now();
   std::vector<Envelope> envelopes;
   for (const std::string &c : o.collectives) {
