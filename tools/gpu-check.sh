@@ -136,7 +136,7 @@ bundle() {
   mkdir -p "$dir/bin" "$dir/lib" "$dir/plans/stdlib" "$dir/plans/golden"
   dir=$(cd "$dir" && pwd)
   local bins=("$build/tools/msccl-run/msccl-run" "$build/tests/cuda/msccl_cuda_gpu_tests"
-              "$build/tools/bench/cuda/msccl-bench-cuda" "$build/tools/msccl-tune/msccl-tune")
+              "$build/tools/bench/cuda/msccl-bench-cuda")
   local b
   for b in "${bins[@]}"; do
     [[ -x $b ]] || die "missing $b"
@@ -180,6 +180,14 @@ EOF
   chmod +x "$dir/run" "$dir/gpu-check.sh"
   git -C "$root" rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || echo unknown >"$dir/COMMIT"
   local mib
+  # msccl-tune (the bench step's tune) when it fits: with code for two GPU architectures
+  # (MSCCL_CUDA_ARCHITECTURES 80;90) the programs are too large for both.
+  cp "$build/tools/msccl-tune/msccl-tune" "$dir/bin/" && strip --strip-debug "$dir/bin/msccl-tune"
+  mib=$(du -sm "$dir" | cut -f1)
+  if ((mib > 60)); then
+    rm -f "$dir/bin/msccl-tune"
+    echo "gpu-check: msccl-tune left out of the bundle ($mib MiB with it; build for sm_90 alone to carry it)" >&2
+  fi
   mib=$(du -sm "$dir" | cut -f1)
   ((mib <= 60)) || die "the bundle is $mib MiB (limit 60)"
   echo "gpu-check: bundle in $dir ($mib MiB, $(wc -l <"$manifest") stdlib plans, $(find "$dir/plans/golden" -name '*.json' | wc -l) golden plans, commit $(cat "$dir/COMMIT"))"
@@ -321,6 +329,7 @@ step_sanitizer() {
 # bound is model output), both into bench.log (the device tool brings back at most 8 files).
 step_bench() {
   "$bin/msccl-bench-cuda" || return 1
+  [[ -x $bin/msccl-tune ]] || { echo "msccl-tune: not in this bundle"; return 0; }
   echo; echo "msccl-tune (times measured on the GPU; bounds: model output):"
   MSCCL_TOPOLOGY_PATH=$dir/topologies timeout 60 "$bin/msccl-tune" --stdlib "$dir/stdlib" \
     --topology "${GPU_CHECK_TOPOLOGY:-hgx-h100}" --backend "${GPU_CHECK_BACKEND:-cuda-virtual}" --collective allreduce \
