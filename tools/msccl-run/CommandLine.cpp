@@ -122,26 +122,6 @@ struct CommandLine {
   }
 };
 
-std::optional<uint64_t> parseBytes(const std::string &s) {
-  if (s.empty())
-    return std::nullopt;
-  size_t pos = 0;
-  unsigned long long v;
-  try {
-    v = std::stoull(s, &pos);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string suf = s.substr(pos);
-  uint64_t mul = 1;
-  if (suf == "" || suf == "B") mul = 1;
-  else if (suf == "K" || suf == "k" || suf == "KiB") mul = 1ull << 10;
-  else if (suf == "M" || suf == "m" || suf == "MiB") mul = 1ull << 20;
-  else if (suf == "G" || suf == "g" || suf == "GiB") mul = 1ull << 30;
-  else return std::nullopt;
-  return v * mul;
-}
-
 /// Copies the parsed command line into `o`, checking values and combinations. Returns "" or
 /// the usage error.
 std::string toOptions(const CommandLine &c, Options &o) {
@@ -221,7 +201,7 @@ std::string toOptions(const CommandLine &c, Options &o) {
   for (SizeFlag f : {SizeFlag{c.minBytes, o.minBytes, "-b"}, SizeFlag{c.maxBytes, o.maxBytes, "-e"},
                      SizeFlag{c.size, o.size, "--size"}})
     if (!f.flag.empty()) {
-      f.value = parseBytes(f.flag);
+      f.value = parseMessageSize(f.flag);
       if (!f.value)
         return std::string("bad ") + f.name + " '" + f.flag + "' (bytes, with an optional K, M or G suffix)";
     }

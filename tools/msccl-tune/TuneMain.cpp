@@ -38,24 +38,6 @@ void usage(std::ostream &os) {
         "                  ~/.local/share/msccl/plans)\n";
 }
 
-std::optional<uint64_t> parseBytes(const std::string &s) {
-  if (s.empty())
-    return std::nullopt;
-  size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(s, &pos);
-  } catch (...) {
-    return std::nullopt;
-  }
-  const std::string suffix = s.substr(pos);
-  const uint64_t mult = suffix.empty() ? 1 : suffix == "K" ? 1ull << 10 : suffix == "M" ? 1ull << 20
-                                            : suffix == "G" ? 1ull << 30 : 0;
-  if (mult == 0)
-    return std::nullopt;
-  return uint64_t(v) * mult;
-}
-
 std::vector<std::string> splitList(const std::string &s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -98,7 +80,7 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       else if (a == "-o") o.outDir = *v;
       else if (a == "--backend") o.backend = *v;
       else {
-        std::optional<uint64_t> n = parseBytes(*v);
+        std::optional<uint64_t> n = runtime::parseMessageSize(*v);
         if (!n || (a == "--ranks" && *n > 1024)) {
           err << "msccl-tune: bad value for " << a << ": " << *v << "\n";
           return 2;

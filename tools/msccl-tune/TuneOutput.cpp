@@ -31,15 +31,6 @@ double busbw(const Envelope &e, size_t i, double seconds, uint32_t ranks) {
          runtime::busBandwidthFactor(runtime::collectiveKind(e.collective), ranks);
 }
 
-std::string sizeText(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  uint64_t v = b;
-  while (v >= 1024 && v % 1024 == 0 && u < 4)
-    v /= 1024, ++u;
-  return std::to_string(v) + " " + units[u];
-}
-
 void writeFile(const std::string &path, const std::string &text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
@@ -111,7 +102,7 @@ std::string envelopeSvg(const Envelope &e, const Topology &topo, uint32_t ranks)
       << std::setprecision(1) << "</text>\n";
   }
   for (size_t i = 0; i < e.sizes.size(); i += 3)
-    s << "<text x=\"" << X(i) << "\" y=\"" << top + ph + 18 << "\" text-anchor=\"middle\">" << sizeText(e.sizes[i])
+    s << "<text x=\"" << X(i) << "\" y=\"" << top + ph + 18 << "\" text-anchor=\"middle\">" << runtime::messageSizeText(e.sizes[i])
       << "</text>\n";
   s << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">message size (nccl-tests S)</text>\n"
     << "<text x=\"18\" y=\"" << top + ph / 2 << "\" transform=\"rotate(-90 18 " << top + ph / 2

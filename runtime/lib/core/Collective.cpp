@@ -10,6 +10,7 @@
 #include "msccl/runtime/UnevenChunks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -443,6 +444,42 @@ std::optional<ReduceOp> planReduceOp(const Plan &plan, bool *conflict) {
   if (clash)
     return std::nullopt;
   return found;
+}
+
+std::optional<uint64_t> parseMessageSize(const std::string &s) {
+  if (s.empty())
+    return std::nullopt;
+  size_t pos = 0;
+  unsigned long long v;
+  try {
+    v = std::stoull(s, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string suf = s.substr(pos);
+  uint64_t mul = 1;
+  if (suf == "" || suf == "B") mul = 1;
+  else if (suf == "K" || suf == "k" || suf == "KiB") mul = 1ull << 10;
+  else if (suf == "M" || suf == "m" || suf == "MiB") mul = 1ull << 20;
+  else if (suf == "G" || suf == "g" || suf == "GiB") mul = 1ull << 30;
+  else return std::nullopt;
+  return v * mul;
+}
+
+std::string messageSizeText(uint64_t b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (v == double(uint64_t(v)))
+    std::snprintf(buf, sizeof buf, "%llu %s", (unsigned long long)v, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
 }
 
 } // namespace msccl::runtime

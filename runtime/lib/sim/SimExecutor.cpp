@@ -145,22 +145,6 @@ std::vector<RangeGroup> suggestRanges(const std::vector<std::string> &labels, co
   return groups;
 }
 
-static std::string human(uint64_t b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (v == double(uint64_t(v)))
-    std::snprintf(buf, sizeof buf, "%llu %s", (unsigned long long)v, units[u]);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
-
 void printRanges(std::ostream &out, const std::vector<RangeGroup> &groups, const Topology &topo) {
   char buf[512];
   for (const RangeGroup &g : groups) {
@@ -178,9 +162,9 @@ void printRanges(std::ostream &out, const std::vector<RangeGroup> &groups, const
     out << "#  fastest per size:\n";
     for (size_t i = 0; i < g.sizes.size(); ++i) {
       if (g.winner[i] < 0)
-        std::snprintf(buf, sizeof buf, "#  %12s  none of the plans can run this size\n", human(g.sizes[i]).c_str());
+        std::snprintf(buf, sizeof buf, "#  %12s  none of the plans can run this size\n", messageSizeText(g.sizes[i]).c_str());
       else
-        std::snprintf(buf, sizeof buf, "#  %12s  %10.2f us  %s\n", human(g.sizes[i]).c_str(), g.winnerSeconds[i] * 1e6,
+        std::snprintf(buf, sizeof buf, "#  %12s  %10.2f us  %s\n", messageSizeText(g.sizes[i]).c_str(), g.winnerSeconds[i] * 1e6,
                       g.plans[size_t(g.winner[i])].label.c_str());
       out << buf;
     }

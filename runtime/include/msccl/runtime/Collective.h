@@ -100,6 +100,12 @@ std::optional<MessageSizes> messageSizesFor(const plan::Plan &plan, uint64_t siz
                                             std::string *whyNot);
 std::optional<MessageSizes> messageSizesFor(const plan::Plan &plan, uint64_t size, std::string *whyNot);
 
+/// A message size as tools take it on their command lines: an integer with an optional suffix
+/// B, K/k/KiB, M/m/MiB or G/g/GiB (powers of 1024). nullopt for anything else.
+std::optional<uint64_t> parseMessageSize(const std::string &text);
+/// A size for people: "1 KiB", "64 MiB", "1.5 MiB", "100 B" (one decimal when not whole).
+std::string messageSizeText(uint64_t bytes);
+
 /// The input value of element `index` of rank `rank` for `type` (a small positive integer, so
 /// sums over `nranks` ranks stay exact in the type).
 double inputValue(uint32_t rank, uint64_t index, uint32_t nranks, plan::DataType type);
