@@ -270,7 +270,15 @@ private:
               uint32_t rank, BufferType type, uint64_t unit, uint64_t addr);
   void reportRace(const Access &other, const Access &now, uint32_t rank, BufferType type, uint64_t unit, bool packet);
   RaceBlame blameRace(uint32_t opA, uint32_t opB) const;
-  /// Ranks that sync op `id` signals or waits on (its channels' peers, a switch's members).
+  /// A memory or port channel a sync op `id` names: its type, gpu-level index and resolution.
+  struct SyncChannel {
+    ChannelType type;
+    uint32_t index;
+    const runtime::ResolvedChannel *channel;
+  };
+  /// The memory and port channels op `id` names (switch channels are not matched).
+  std::vector<SyncChannel> syncChannels(uint32_t id) const;
+  /// Ranks that sync op `id` signals or waits on (its memory and port channels' peers).
   std::vector<uint32_t> syncPeers(uint32_t id) const;
   /// The first op after position `from` of threadblock `actor` that has one of `traits` and
   /// syncs with rank `peer` (kNone when none); from = UINT32_MAX searches from the first op.

@@ -22,29 +22,29 @@ namespace {
 /// nextSyncWith's `from` that searches from the first op (from + 1 wraps to 0).
 constexpr uint32_t kFromStart = UINT32_MAX;
 
-/// Gpu-level channel of tb-local channel `local` of `type` in threadblock `rtb`, or kNone.
-uint32_t gpuChannel(const runtime::ResolvedTb &rtb, ChannelType type, uint32_t local) {
-  const auto &table = type == ChannelType::Memory ? rtb.memoryChannels : rtb.portChannels;
-  return local < table.size() ? table[local] : kNone;
-}
-
 } // namespace
 
-std::vector<uint32_t> Verifier::syncPeers(uint32_t id) const {
+std::vector<Verifier::SyncChannel> Verifier::syncChannels(uint32_t id) const {
   const Op &op = *opPtr_[id];
   const OpRef &r = opRefs_[id];
-  std::vector<uint32_t> peers;
+  std::vector<SyncChannel> out;
   const ChannelType ct = op.channelType.value_or(ChannelType::None);
   if (!op.channelIds || (ct != ChannelType::Memory && ct != ChannelType::Port))
-    return peers;
+    return out;
   const auto &rg = resolved_.gpus[uint32_t(r.rank)];
   const auto &rtb = rg.threadblocks[uint32_t(r.tb)];
+  const auto &table = ct == ChannelType::Memory ? rtb.memoryChannels : rtb.portChannels;
   const auto &chans = ct == ChannelType::Memory ? rg.memoryChannels : rg.portChannels;
-  for (uint32_t local : *op.channelIds) {
-    const uint32_t c = gpuChannel(rtb, ct, local);
-    if (c != kNone && c < chans.size())
-      peers.push_back(chans[c].peer);
-  }
+  for (uint32_t local : *op.channelIds)
+    if (local < table.size() && table[local] < chans.size())
+      out.push_back({ct, table[local], &chans[table[local]]});
+  return out;
+}
+
+std::vector<uint32_t> Verifier::syncPeers(uint32_t id) const {
+  std::vector<uint32_t> peers;
+  for (const SyncChannel &c : syncChannels(id))
+    peers.push_back(c.channel->peer);
   return peers;
 }
 
@@ -75,32 +75,19 @@ RaceBlame Verifier::blameRace(uint32_t a, uint32_t b) const {
   for (const TbRun &tb : tbs_)
     for (const FlatOp &f : tb.ops) {
       const bool sig = opHas(f.op->type, optrait::Signals), wt = opHas(f.op->type, optrait::Waits);
-      const ChannelType ct = f.op->channelType.value_or(ChannelType::None);
-      if ((!sig && !wt) || !f.op->channelIds || (ct != ChannelType::Memory && ct != ChannelType::Port))
-        continue;
-      for (uint32_t local : *f.op->channelIds) {
-        const uint32_t c = gpuChannel(resolved_.gpus[tb.rank].threadblocks[tb.tb], ct, local);
-        if (c != kNone)
-          (sig ? signals : waits)[Key{tb.rank, ct, c}].push_back(f.id);
-      }
+      if (sig || wt)
+        for (const SyncChannel &c : syncChannels(f.id))
+          (sig ? signals : waits)[Key{tb.rank, c.type, c.index}].push_back(f.id);
     }
   // The signals wait `w` consumes (one per channel of w).
   auto matches = [&](uint32_t w) {
     std::vector<uint32_t> out;
-    const OpRef &r = opRefs_[w];
-    const Op &op = *opPtr_[w];
-    const ChannelType ct = op.channelType.value_or(ChannelType::None);
-    if (!op.channelIds || (ct != ChannelType::Memory && ct != ChannelType::Port))
-      return out;
-    const auto &rg = resolved_.gpus[uint32_t(r.rank)];
-    for (uint32_t local : *op.channelIds) {
-      const uint32_t c = gpuChannel(rg.threadblocks[uint32_t(r.tb)], ct, local);
-      const auto &chans = ct == ChannelType::Memory ? rg.memoryChannels : rg.portChannels;
-      if (c == kNone || c >= chans.size() || chans[c].peerChannel == runtime::kNoChannel)
+    for (const SyncChannel &c : syncChannels(w)) {
+      if (c.channel->peerChannel == runtime::kNoChannel)
         continue;
-      const auto &mine = waits[Key{uint32_t(r.rank), ct, c}];
+      const auto &mine = waits[Key{uint32_t(opRefs_[w].rank), c.type, c.index}];
       const size_t k = size_t(std::find(mine.begin(), mine.end(), w) - mine.begin());
-      const auto &theirs = signals[Key{chans[c].peer, ct, chans[c].peerChannel}];
+      const auto &theirs = signals[Key{c.channel->peer, c.type, c.channel->peerChannel}];
       if (k < theirs.size())
         out.push_back(theirs[k]);
     }
