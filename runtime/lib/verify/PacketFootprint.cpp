@@ -21,8 +21,14 @@ void Verifier::checkPacketFootprints() {
     bool packet;
     uint32_t op;
   };
-  std::vector<std::vector<Use>> uses(n_);
+  // Plans without packet ops (most) cost one pass over the op types, no entry resolution.
   bool anyPacket = false;
+  for (const TbRun &tb : tbs_)
+    for (const FlatOp &fo : tb.ops)
+      anyPacket = anyPacket || isPacketOp(fo.op->type);
+  if (!anyPacket)
+    return;
+  std::vector<std::vector<Use>> uses(n_);
   for (const TbRun &tb : tbs_)
     for (const FlatOp &fo : tb.ops) {
       const Op &op = *fo.op;
@@ -34,7 +40,6 @@ void Verifier::checkPacketFootprints() {
           if (!resolveEntry(tb, op, side[k], e) || e.type != BufferType::Scratch || e.hi <= e.lo)
             continue;
           const bool packet = entryIsPacket(op.type, ct, isSrc, k);
-          anyPacket = anyPacket || packet;
           const Use u{packet ? 2 * e.lo : e.lo, packet ? 2 * e.hi : e.hi, packet, fo.id};
           if (e.sw && e.members) {
             for (uint32_t m : *e.members)
@@ -46,8 +51,6 @@ void Verifier::checkPacketFootprints() {
         }
       }
     }
-  if (!anyPacket)
-    return;
   for (uint32_t r = 0; r < n_; ++r) {
     auto &v = uses[r];
     std::sort(v.begin(), v.end(), [](const Use &a, const Use &b) { return a.lo < b.lo; });
