@@ -19,11 +19,12 @@
 #
 # Environment: BUILD_DIR (bundle; default <repo>/build), OUT (run; default DIR/out),
 # GPU_CHECK_BUDGET (run; seconds for all steps, default 330), GPU_CHECK_STEPS (run; the steps to
-# run, space separated, default all: info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench;
+# run, space separated, default all: info gpu-quick ranks stdlib-cpu stdlib-run golden sanitizer bench;
 # bench also runs msccl-tune on the GPU).
 # Without a usable GPU, `run` says so in one line and exits 1. For a dry run of the harness on a
 # machine without a GPU (nvidia-smi faked): GPU_CHECK_BACKEND=cuda-host and
-# GPU_CHECK_DEVICE_FLAGS="--device host" run the steps on the host implementation.
+# GPU_CHECK_DEVICE_FLAGS="--device host" and GPU_CHECK_RANKS_BACKEND=cuda-host run the steps on the
+# host implementation.
 set -uo pipefail
 
 die() { echo "gpu-check: $*" >&2; exit 2; }
@@ -216,7 +217,7 @@ run_step() {
   ((limit > left)) && limit=$left
   local t0=$(date +%s) rc
   echo "== $name (timeout ${limit}s)"
-  timeout -k 5 "$limit" bash -c "$(declare -f "$fn" device_tests reference_plans verify_plans); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
+  timeout -k 5 "$limit" bash -c "$(declare -f "$fn" device_tests reference_plans verify_plans verify_ranks launch_ranks); $(declare -p bin dir OUT); export LD_LIBRARY_PATH; $fn" \
     >"$OUT/$name.log" 2>&1
   rc=$?
   local took=$(($(date +%s) - t0)) result
@@ -309,6 +310,65 @@ verify_plans() {
   rm -rf "$tmp"
   ((failed == 0))
 }
+# verify_ranks DIR MSCCL_RUN BACKEND LAUNCHER [FILTER]: every plan of DIR/stdlib.tsv (whose name
+# matches the extended regex FILTER) through msccl-run with one process per rank on BACKEND
+# (CudaRankSession.h), verified at its two smallest manifest sizes. LAUNCHER: "mpi" (mpirun
+# -np N) or "env" (N processes with torchrun's RANK/WORLD_SIZE/MASTER_ADDR, for machines without
+# mpirun). Plans with port channels are refused by that path today: counted apart, not failures.
+launch_ranks() {
+  local launcher=$1 n=$2 out=$3; shift 3
+  if [[ $launcher == mpi ]]; then
+    timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" mpirun --allow-run-as-root --oversubscribe -np "$n" "$@" >"$out" 2>&1 </dev/null
+    return
+  fi
+  local port=$((20000 + RANDOM % 20000)) r rc=0 pids=()
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" "$@" >"$out.$r" 2>&1 </dev/null &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do wait "$r" || rc=1; done
+  cat "$out".* >"$out"; rm -f "$out".*
+  return $rc
+}
+verify_ranks() {
+  local pdir=$1 msccl_run=$2 backend=$3 launcher=$4 filter=${5:-.} tmp ok=0 failed=0 refused=0
+  tmp=$(mktemp -d)
+  while IFS=$'\t' read -r name json args; do
+    [[ $name =~ $filter ]] || continue
+    local n a=($args) i b=0
+    n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["gpus"]))' "$pdir/$json")
+    for ((i = 0; i < ${#a[@]}; i++)); do [[ ${a[$i]} == -b ]] && b=${a[$((i + 1))]}; done
+    for ((i = 0; i < ${#a[@]}; i++)); do [[ ${a[$i]} == -e ]] && a[$((i + 1))]=$((b * 32)); done
+    if launch_ranks "$launcher" "$n" "$tmp/out" "$msccl_run" "$pdir/$json" --backend "$backend" -n 2 -w 1 --check "${a[@]}"; then
+      echo "ok   $name ($n processes)"; ok=$((ok + 1))
+    elif grep -q "port channels between processes are not implemented" "$tmp/out"; then
+      echo "port $name: refused (port channels between processes)"; refused=$((refused + 1))
+    else
+      echo "FAIL $name ($n processes)"; sed 's/^/     /' "$tmp/out" | grep -v '^     #' | head -20; failed=$((failed + 1))
+    fi
+  done <"$pdir/stdlib.tsv"
+  echo "$ok passed, $failed failed, $refused refused (port channels) of $((ok + failed + refused)) plans, one process per rank ($launcher)"
+  rm -rf "$tmp"
+  ((failed == 0))
+}
+# One process per rank on the one GPU (no mpirun there: torchrun's environment, the unique-id
+# bootstrap): the 2- and 4-rank plans verified, then the time per launch of an 8 KiB LL and a
+# 1 MiB Simple AllReduce over 2 and 4 processes (kernels of different processes share the GPU by
+# time slices without MPS: a figure of this path, not of NVLink).
+step_ranks() {
+  GPU_CHECK_CASE_TIMEOUT=${GPU_CHECK_CASE_TIMEOUT:-40} verify_ranks "$dir/plans" "$bin/msccl-run" \
+    "${GPU_CHECK_RANKS_BACKEND:-cuda}" env '_r[24]_'
+  local rc=$? n p=$dir/plans/stdlib
+  for n in 2 4; do
+    launch_ranks env $n "$OUT/ranks-time.log" "$bin/msccl-run" "$p/allreduce_allpairs_packet_r${n}_out.json" \
+      --backend "${GPU_CHECK_RANKS_BACKEND:-cuda}" --size 8K -n 20 -w 5 --check -d float16
+    grep -E '^ +[0-9]' "$OUT/ranks-time.log" | sed "s/^/$n processes, LL all-pairs: /"
+    launch_ranks env $n "$OUT/ranks-time.log" "$bin/msccl-run" "$p/allreduce_allpairs_r${n}_out.json" \
+      --backend "${GPU_CHECK_RANKS_BACKEND:-cuda}" --size 1M -n 20 -w 5 --check
+    grep -E '^ +[0-9]' "$OUT/ranks-time.log" | sed "s/^/$n processes, Simple all-pairs: /"
+  done
+  return $rc
+}
 # Every stdlib plan through msccl-run on cuda-virtual, verified.
 step_stdlib_run() { verify_plans "$dir/plans" "$bin/msccl-run" "${GPU_CHECK_BACKEND:-cuda-virtual}"; }
 step_sanitizer() {
@@ -343,7 +403,7 @@ run() {
   bin=$dir/bin
   export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=$PATH:/usr/local/cuda/bin
-  steps=${GPU_CHECK_STEPS:-info gpu-quick stdlib-cpu stdlib-run golden sanitizer bench}
+  steps=${GPU_CHECK_STEPS:-info gpu-quick ranks stdlib-cpu stdlib-run golden sanitizer bench}
   local budget=${GPU_CHECK_BUDGET:-300}
   deadline=$(($(date +%s) + budget))
   if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -352,6 +412,7 @@ run() {
   fi
   run_step info 30 step_info
   run_step gpu-quick 60 step_gpu_quick
+  run_step ranks 150 step_ranks
   run_step stdlib-run 90 step_stdlib_run
   run_step sanitizer 60 step_sanitizer
   run_step bench 120 step_bench
@@ -370,6 +431,7 @@ run() {
       [[ -f $OUT/$f.log ]] && echo "$f: $(grep -E 'passed, .* failed' "$OUT/$f.log" | tail -1)"
     done
     [[ -f $OUT/stdlib-run.log ]] && echo "stdlib-run: $(tail -1 "$OUT/stdlib-run.log")"
+    [[ -f $OUT/ranks.log ]] && { echo "ranks: $(grep 'passed, .* failed' "$OUT/ranks.log")"; grep ' processes, ' "$OUT/ranks.log"; }
     [[ -f $OUT/bench.log ]] && { echo; echo "bench (measured):"; cat "$OUT/bench.log"; }
   } >"$OUT/summary.txt"
   echo; cat "$OUT/summary.txt"
@@ -381,6 +443,7 @@ case ${1:-} in
   bundle) shift; bundle "$@" ;;
   plans) shift; [[ $# -eq 2 ]] || die "usage: $0 plans DIR MSCCLC"; compile_plans "$@" ;;
   verify) shift; [[ $# -eq 3 ]] || die "usage: $0 verify DIR MSCCL_RUN BACKEND"; verify_plans "$@" ;;
+  verify-ranks) shift; [[ $# -ge 4 ]] || die "usage: $0 verify-ranks DIR MSCCL_RUN BACKEND mpi|env [FILTER]"; verify_ranks "$@" ;;
   run) shift; run "$@" ;;
-  *) die "usage: $0 bundle DIR | plans DIR MSCCLC | verify DIR MSCCL_RUN BACKEND | run DIR" ;;
+  *) die "usage: $0 bundle DIR | plans DIR MSCCLC | verify DIR MSCCL_RUN BACKEND | verify-ranks DIR MSCCL_RUN BACKEND mpi|env [FILTER] | run DIR" ;;
 esac

@@ -379,9 +379,11 @@ std::string jsonLine(const Row &r, const Options &o, const Executor &ex, const s
 }
 
 /// Runs one size on `chosen` and fills the row's measurements and status.
-/// The MPI communicator when msccl-run runs one process per rank (null: all ranks in this process).
+/// The communicator when msccl-run runs one process per rank (null: all ranks in this process),
+/// and how the job was started.
 struct Distributed {
   std::unique_ptr<Communicator> comm;
+  std::string launcher; ///< "mpi" or "environment" (RANK, WORLD_SIZE, MASTER_ADDR)
 };
 
 void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, const Options &o, Row &row) {
@@ -404,7 +406,7 @@ void runSize(Executor &ex, const Distributed &dist, const LoadedPlan &chosen, co
       ro.counts = &counts;
       row.moved = counts.total() * dataTypeBytes(o.dataType);
     }
-    RunReport rep = dist.comm ? runCollectiveDistributed(*dist.comm, plan, ro, DistributedOptions{o.timeoutSeconds})
+    RunReport rep = dist.comm ? runCollectiveRanks(o.backend, *dist.comm, plan, ro, DistributedOptions{o.timeoutSeconds})
                               : runCollective(ex, plan, ro);
     if (!row.redop.empty())
       row.redop = std::string(reduceOpName(rep.reduceOp));
@@ -600,19 +602,34 @@ private:
 
 } // namespace
 
-/// One process per rank when started by mpirun/srun (DistributedRun.h): joins the MPI job, keeps
-/// the plans for its rank count, and lets rank 0 alone print the table (every rank prints its own
-/// errors). Returns an exit status to stop with, or nullopt to go on (also outside MPI).
+/// Whether torchrun or a script started this process as one rank of a job: RANK, WORLD_SIZE and
+/// MASTER_ADDR set (Communicator::initFromEnvironment; the GPU machine has no mpirun).
+bool launchedByEnvironment() {
+  return std::getenv("RANK") && std::getenv("WORLD_SIZE") && std::getenv("MASTER_ADDR");
+}
+
+/// One process per rank when started by mpirun/srun or with torchrun's environment
+/// (DistributedRun.h): joins the job, keeps the plans for its rank count, and lets rank 0 alone
+/// print the table (every rank prints its own errors). Returns an exit status to stop with, or
+/// nullopt to go on (also outside a job).
 std::optional<int> startDistributed(const Options &o, std::vector<LoadedPlan> &plans, Distributed &dist,
                                     std::ostream &out, std::ostream &err) {
-  if (!Communicator::launchedByMpi())
+  const bool mpi = Communicator::launchedByMpi();
+  if (!mpi && !launchedByEnvironment())
     return std::nullopt;
-  if (o.backend != "cpu" || o.raceCheck) {
-    err << "msccl-run: error: under mpirun only the cpu backend runs, without --race-check\n";
+  registerBuiltRankBackends();
+  const std::vector<std::string> backends = registeredRankBackends();
+  if (std::find(backends.begin(), backends.end(), o.backend) == backends.end() || o.raceCheck) {
+    std::string names;
+    for (const std::string &b : backends)
+      names += (names.empty() ? "" : ", ") + b;
+    err << "msccl-run: error: with one process per rank the backends are " << names << " (not " << o.backend
+        << (o.raceCheck ? ", and not --race-check" : "") << ")\n";
     return 2;
   }
   try {
-    dist.comm = Communicator::initWorld(nullptr, nullptr);
+    dist.launcher = mpi ? "mpi" : "environment";
+    dist.comm = mpi ? Communicator::initWorld(nullptr, nullptr) : Communicator::initFromEnvironment();
   } catch (const ExecutionError &e) {
     err << "msccl-run: error: " << e.what() << "\n";
     return 1;
@@ -697,7 +714,8 @@ int runDriver(const Options &options, std::ostream &out, std::ostream &err) {
 
   printHeader(out, o, *ex, plans);
   if (dist.comm)
-    out << "# mpi: " << dist.comm->size() << " processes, one rank each; " << dist.comm->describeNodes() << "\n"
+    out << "# " << dist.launcher << ": " << dist.comm->size() << " processes, one rank each, backend " << o.backend
+        << "; " << dist.comm->describeNodes() << "\n"
         << std::flush;
   bool failed = false;
   unsigned ran = 0;

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <map>
+#include <sstream>
 
 namespace msccl::cuda::detail {
 
@@ -19,21 +20,35 @@ using runtime::ExecutionError;
 constexpr uint32_t kFifoCapacity = 512;
 
 Allocations::~Allocations() {
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
-    if (it->host) api_.releaseHostMapped(it->ptr);
-    else api_.release(it->dev, it->ptr);
-  }
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) switch (it->kind) {
+    case Kind::Device: api_.release(it->dev, it->ptr); break;
+    case Kind::HostMapped: api_.releaseHostMapped(it->ptr); break;
+    case Kind::Shareable: api_.releaseShareable(it->dev, it->ptr); break;
+    case Kind::Imported: api_.closeImported(it->dev, it->ptr, it->bytes); break;
+    }
 }
 
 void *Allocations::device(int dev, size_t bytes) {
   void *p = api_.allocate(dev, bytes);
-  blocks_.push_back({dev, p, false});
+  blocks_.push_back({dev, p, Kind::Device, bytes});
+  return p;
+}
+
+void *Allocations::shareable(int dev, size_t bytes) {
+  void *p = api_.allocateShareable(dev, bytes);
+  blocks_.push_back({dev, p, Kind::Shareable, bytes});
+  return p;
+}
+
+void *Allocations::imported(int dev, const std::vector<uint8_t> &handle, size_t bytes) {
+  void *p = api_.importMemory(dev, handle, bytes);
+  blocks_.push_back({dev, p, Kind::Imported, bytes});
   return p;
 }
 
 void *Allocations::hostMapped(size_t bytes) {
   void *p = api_.allocateHostMapped(bytes);
-  blocks_.push_back({0, p, true});
+  blocks_.push_back({0, p, Kind::HostMapped, bytes});
   return p;
 }
 
@@ -87,102 +102,81 @@ uint64_t opsPerLaunch(const LoweredRank &r) {
 
 } // namespace
 
-std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
-                                      const std::vector<int> &rankDevice) {
-  auto ctx = std::make_unique<Context>(api);
-  Context &c = *ctx;
+namespace {
+
+/// Rank r's device state on its GPU. Scratch and inbound memory-channel counters are what other
+/// ranks write: shareable memory when `shareable` (other processes import it).
+void allocateRank(Context &c, const plan::Plan &plan, size_t r, bool shareable) {
+  DeviceApi &api = c.api;
   auto toDevice = [&api](auto *dst, const auto &src) { detail::toDevice(api, dst, src); };
-  c.resolved = runtime::resolvePlan(plan);
-  const size_t nr = plan.gpus.size();
-  c.ranks.resize(nr);
   Allocations &A = c.memory;
-
-  for (size_t r = 0; r < nr; ++r) {
-    RankState &s = c.ranks[r];
-    s.device = rankDevice[r];
-    s.lowered = std::move(lowered[r]);
-    const LoweredRank &L = s.lowered;
-    const int d = s.device;
-    c.opsPerLaunch += opsPerLaunch(L);
-    s.scratch = L.scratchBytes ? static_cast<char *>(A.device(d, L.scratchBytes)) : nullptr;
-    s.ops = A.deviceArray<DevOp>(d, L.ops.size());
-    toDevice(s.ops, L.ops);
-    s.entries = A.deviceArray<DevEntry>(d, L.entries.size());
-    toDevice(s.entries, L.entries);
-    s.remoteBases = A.deviceArray<char *>(d, L.numRemoteBuffers);
-    s.remoteScratchHalf = A.deviceArray<uint64_t>(d, L.numRemoteBuffers);
-    toDevice(s.remoteScratchHalf, L.remoteScratchHalf);
-    s.remoteTypes = A.deviceArray<uint8_t>(d, L.numRemoteBuffers);
-    s.memoryChannels = A.deviceArray<DevMemoryChannel>(d, L.numMemoryChannels);
-    s.portChannels = A.deviceArray<DevPortChannel>(d, L.numPortChannels);
-    s.switchChannels = A.deviceArray<DevSwitchChannel>(d, L.numSwitchChannels);
-    std::vector<int32_t> init;
-    for (const plan::Semaphore &sem : plan.gpus[r].semaphores) init.push_back(sem.initValue);
-    s.semaphores = A.deviceArray<int32_t>(d, init.size());
-    toDevice(s.semaphores, init);
-    s.barrierCounters = A.deviceArray<uint64_t>(d, kMaxBarriers);
-    s.memoryInbound = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
-    s.memoryExpected = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
-    s.sink = A.deviceArray<uint64_t>(d, 1);
-    s.portInbound = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t) * (L.numPortChannels + 1)));
-    s.portExpected = A.deviceArray<uint64_t>(d, L.numPortChannels);
-    if (L.numPortChannels) {
-      c.usesPort = true;
-      s.fifo.slots = static_cast<DevProxyRequest *>(A.hostMapped(sizeof(DevProxyRequest) * kFifoCapacity));
-      s.fifo.completed = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t)));
-      s.fifo.head = A.deviceArray<uint64_t>(d, 1);
-      s.fifo.capacity = kFifoCapacity;
-    }
-    for (const plan::RemoteBuffer &rb : plan.gpus[r].remoteBuffers) {
-      s.remoteOwner.push_back(rb.rank);
-      s.remoteType.push_back(rb.type);
-    }
-    std::vector<uint8_t> types(s.remoteType.size());
-    for (size_t g = 0; g < types.size(); ++g) types[g] = (uint8_t)s.remoteType[g];
-    toDevice(s.remoteTypes, types);
+  RankState &s = c.ranks[r];
+  const LoweredRank &L = s.lowered;
+  const int d = s.device;
+  auto shared = [&](size_t bytes) { return shareable ? A.shareable(d, bytes) : A.device(d, bytes); };
+  c.opsPerLaunch += opsPerLaunch(L);
+  s.scratch = L.scratchBytes || shareable ? static_cast<char *>(shared(L.scratchBytes)) : nullptr;
+  s.ops = A.deviceArray<DevOp>(d, L.ops.size());
+  toDevice(s.ops, L.ops);
+  s.entries = A.deviceArray<DevEntry>(d, L.entries.size());
+  toDevice(s.entries, L.entries);
+  s.remoteBases = A.deviceArray<char *>(d, L.numRemoteBuffers);
+  s.remoteScratchHalf = A.deviceArray<uint64_t>(d, L.numRemoteBuffers);
+  toDevice(s.remoteScratchHalf, L.remoteScratchHalf);
+  s.remoteTypes = A.deviceArray<uint8_t>(d, L.numRemoteBuffers);
+  s.memoryChannels = A.deviceArray<DevMemoryChannel>(d, L.numMemoryChannels);
+  s.portChannels = A.deviceArray<DevPortChannel>(d, L.numPortChannels);
+  s.switchChannels = A.deviceArray<DevSwitchChannel>(d, L.numSwitchChannels);
+  std::vector<int32_t> init;
+  for (const plan::Semaphore &sem : plan.gpus[r].semaphores) init.push_back(sem.initValue);
+  s.semaphores = A.deviceArray<int32_t>(d, init.size());
+  toDevice(s.semaphores, init);
+  s.barrierCounters = A.deviceArray<uint64_t>(d, kMaxBarriers);
+  s.memoryInbound = static_cast<uint64_t *>(shared(sizeof(uint64_t) * std::max<size_t>(1, L.numMemoryChannels)));
+  s.memoryExpected = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
+  s.sink = A.deviceArray<uint64_t>(d, 1);
+  s.portInbound = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t) * (L.numPortChannels + 1)));
+  s.portExpected = A.deviceArray<uint64_t>(d, L.numPortChannels);
+  if (L.numPortChannels) {
+    c.usesPort = true;
+    s.fifo.slots = static_cast<DevProxyRequest *>(A.hostMapped(sizeof(DevProxyRequest) * kFifoCapacity));
+    s.fifo.completed = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t)));
+    s.fifo.head = A.deviceArray<uint64_t>(d, 1);
+    s.fifo.capacity = kFifoCapacity;
   }
+  std::vector<uint8_t> types(s.remoteType.size());
+  for (size_t g = 0; g < types.size(); ++g) types[g] = (uint8_t)s.remoteType[g];
+  toDevice(s.remoteTypes, types);
+}
 
-  // Channel wiring: a signal adds to the paired peer channel's inbound counter.
+/// The port proxy's table: one entry per rank (host views; UVA makes host and device views of
+/// mapped memory equal).
+void setupProxy(Context &c) {
+  const size_t nr = c.ranks.size();
+  c.proxyRanks.resize(nr);
   for (size_t r = 0; r < nr; ++r) {
     RankState &s = c.ranks[r];
+    ProxyRank &p = c.proxyRanks[r];
+    p.device = s.device;
+    p.stream = c.api.createStream(s.device);
+    p.slots = s.fifo.slots;
+    p.completed = s.fifo.completed;
+    p.capacity = s.fifo.capacity;
     const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
-    std::vector<DevMemoryChannel> mem(rg.memoryChannels.size());
-    for (size_t p = 0; p < mem.size(); ++p) {
-      const runtime::ResolvedChannel &ch = rg.memoryChannels[p];
-      mem[p].outbound = ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].memoryInbound + ch.peerChannel : s.sink;
-      mem[p].inbound = s.memoryInbound + p;
-      mem[p].expected = s.memoryExpected + p;
-    }
-    toDevice(s.memoryChannels, mem);
-    std::vector<DevPortChannel> port(rg.portChannels.size());
-    for (size_t p = 0; p < port.size(); ++p) {
-      port[p].inbound = s.portInbound + p; // host-mapped: the same address on every device
-      port[p].expected = s.portExpected + p;
-    }
-    toDevice(s.portChannels, port);
+    for (const runtime::ResolvedChannel &ch : rg.portChannels)
+      p.flagTargets.push_back(ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].portInbound + ch.peerChannel
+                                                                    : s.portInbound + s.lowered.numPortChannels);
   }
+}
 
-  // Proxy: one entry per rank (host views; UVA makes host and device views of mapped memory equal).
-  if (c.usesPort) {
-    c.proxyRanks.resize(nr);
-    for (size_t r = 0; r < nr; ++r) {
-      RankState &s = c.ranks[r];
-      ProxyRank &p = c.proxyRanks[r];
-      p.device = s.device;
-      p.stream = api.createStream(s.device);
-      p.slots = s.fifo.slots;
-      p.completed = s.fifo.completed;
-      p.capacity = s.fifo.capacity;
-      const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
-      for (const runtime::ResolvedChannel &ch : rg.portChannels)
-        p.flagTargets.push_back(ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].portInbound + ch.peerChannel
-                                                                      : s.portInbound + s.lowered.numPortChannels);
-    }
-  }
-
-  // GPUs: ranks grouped by device, one launch each.
+/// Local ranks grouped by device, one launch each; refuses a GPU whose threadblocks cannot be
+/// co-resident.
+void groupByDevice(Context &c, const plan::Plan &plan) {
+  DeviceApi &api = c.api;
+  Allocations &A = c.memory;
   std::map<int, std::vector<uint32_t>> byDevice;
-  for (size_t r = 0; r < nr; ++r) byDevice[c.ranks[r].device].push_back(r);
+  for (size_t r = 0; r < c.ranks.size(); ++r)
+    if (c.ranks[r].local) byDevice[c.ranks[r].device].push_back(r);
   for (auto &[dev, ranks] : byDevice) {
     GpuState g;
     g.device = dev;
@@ -210,14 +204,66 @@ std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, st
                                ") fit; threadblocks wait on each other, so the plan cannot run with these ranks on one GPU");
     g.cooperative = prop.cooperativeLaunch;
     g.threadblocks = A.deviceArray<DevThreadblock>(dev, tbs.size());
-    toDevice(g.threadblocks, tbs);
+    detail::toDevice(api, g.threadblocks, tbs);
     g.rankContexts = A.deviceArray<DevRankContext>(dev, ranks.size());
     g.abort = A.deviceArray<DevAbort>(dev, 1);
     c.gpus.push_back(g); // owned by the context from here on (teardown destroys its stream and event)
     c.gpus.back().stream = api.createStream(dev);
     c.gpus.back().done = api.createEvent(dev);
   }
+}
+
+} // namespace
+
+std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
+                                      const std::vector<int> &rankDevice, const std::vector<bool> *local) {
+  auto ctx = std::make_unique<Context>(api);
+  Context &c = *ctx;
+  c.resolved = runtime::resolvePlan(plan);
+  const size_t nr = plan.gpus.size();
+  c.ranks.resize(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    RankState &s = c.ranks[r];
+    s.device = rankDevice[r];
+    s.lowered = std::move(lowered[r]);
+    s.local = !local || (*local)[r];
+    for (const plan::RemoteBuffer &rb : plan.gpus[r].remoteBuffers) {
+      s.remoteOwner.push_back(rb.rank);
+      s.remoteType.push_back(rb.type);
+    }
+    if (s.local) allocateRank(c, plan, r, local != nullptr);
+  }
+  if (local && c.usesPort)
+    throw ExecutionError(ErrorKind::Unsupported,
+                         "cuda: port channels between processes are not implemented yet (the proxy reaches only ranks of "
+                         "its own process); run this plan with all ranks in one process (msccl-run without mpirun)");
+  if (!local) wireChannels(c);
+  if (c.usesPort) setupProxy(c);
+  groupByDevice(c, plan);
   return ctx;
+}
+
+void wireChannels(Context &c) {
+  // A signal adds to the paired peer channel's inbound counter.
+  for (size_t r = 0; r < c.ranks.size(); ++r) {
+    RankState &s = c.ranks[r];
+    if (!s.local) continue;
+    const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
+    std::vector<DevMemoryChannel> mem(rg.memoryChannels.size());
+    for (size_t p = 0; p < mem.size(); ++p) {
+      const runtime::ResolvedChannel &ch = rg.memoryChannels[p];
+      mem[p].outbound = ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].memoryInbound + ch.peerChannel : s.sink;
+      mem[p].inbound = s.memoryInbound + p;
+      mem[p].expected = s.memoryExpected + p;
+    }
+    toDevice(c.api, s.memoryChannels, mem);
+    std::vector<DevPortChannel> port(rg.portChannels.size());
+    for (size_t p = 0; p < port.size(); ++p) {
+      port[p].inbound = s.portInbound + p; // host-mapped: the same address on every device
+      port[p].expected = s.portExpected + p;
+    }
+    toDevice(c.api, s.portChannels, port);
+  }
 }
 
 void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector<char *> &output) {
@@ -235,6 +281,7 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
   };
   for (size_t r = 0; r < nr; ++r) {
     RankState &s = c.ranks[r];
+    if (!s.local) continue;
     std::vector<char *> remote(s.remoteOwner.size());
     for (size_t g = 0; g < remote.size(); ++g) remote[g] = bufferOf(s.remoteOwner[g], s.remoteType[g]);
     toDevice(c.api, s.remoteBases, remote);
@@ -290,12 +337,44 @@ void bindBuffers(Context &c, const std::vector<char *> &input, const std::vector
   if (c.usesPort) c.proxy.start(c.api, &c.proxyRanks);
 }
 
+DevLaunch launchRecord(const Context &c, const GpuState &g, runtime::PacketType pt, plan::DataType dt, uint64_t timeoutNs) {
+  DevLaunch L;
+  L.threadblocks = g.threadblocks;
+  L.ranks = g.rankContexts;
+  L.abort = g.abort;
+  L.timeoutNs = timeoutNs;
+  L.flag = c.flag;
+  L.packetType = (uint8_t)(pt == runtime::PacketType::LL16 ? PacketType::LL16 : PacketType::LL8);
+  L.dataType = (uint8_t)dt;
+  return L;
+}
+
+void advanceFlag(Context &c) {
+  ++c.flag;
+  if (c.flag == 0) ++c.flag;
+}
+
+std::vector<std::string> abandonedWaits(Context &c, double timeoutSeconds) {
+  std::vector<std::string> diags;
+  for (GpuState &g : c.gpus) {
+    DevAbort a{};
+    c.api.copy(&a, g.abort, sizeof a);
+    if (a.aborted) {
+      std::ostringstream os;
+      os << "rank " << a.rank << " tb " << a.tbId << " op " << a.opIndex << " (" << plan::opName((plan::OpType)a.opType)
+         << "): a wait did not complete within " << timeoutSeconds << " s";
+      diags.push_back(os.str());
+    }
+  }
+  return diags;
+}
+
 void drainPortProxy(Context &c, double timeoutSeconds) {
   if (!c.usesPort) return;
   std::vector<uint64_t> pushed(c.ranks.size(), 0);
   for (size_t r = 0; r < c.ranks.size(); ++r) {
     const RankState &s = c.ranks[r];
-    if (!s.fifo.head) continue;
+    if (!s.local || !s.fifo.head) continue;
     c.api.copy(&pushed[r], s.fifo.head, sizeof(uint64_t));
   }
   if (!c.proxy.waitIdle(pushed, timeoutSeconds))

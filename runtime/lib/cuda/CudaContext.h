@@ -36,16 +36,23 @@ public:
   ~Allocations();
   void *device(int dev, size_t bytes);      ///< zero-filled device memory on `dev`
   void *hostMapped(size_t bytes);           ///< zero-filled pinned, mapped, portable host memory
+  void *shareable(int dev, size_t bytes);   ///< DeviceApi::allocateShareable
+  /// Another process's shareable memory mapped for `dev` (DeviceApi::importMemory); closed first.
+  void *imported(int dev, const std::vector<uint8_t> &handle, size_t bytes);
   template <class T> T *deviceArray(int dev, size_t n) { return static_cast<T *>(device(dev, n ? n * sizeof(T) : sizeof(T))); }
 
 private:
-  struct Block { int dev; void *ptr; bool host; };
+  enum class Kind { Device, HostMapped, Shareable, Imported };
+  struct Block { int dev; void *ptr; Kind kind; size_t bytes; };
   DeviceApi &api_;
   std::vector<Block> blocks_;
 };
 
 struct RankState {
   int device = 0;
+  /// Run by this process. A rank of another process (process-per-rank contexts) has only what
+  /// this one's kernels reach: scratch, memoryInbound, input and output, imported.
+  bool local = true;
   LoweredRank lowered;
   char *scratch = nullptr;
   // Device arrays.
@@ -114,13 +121,33 @@ struct Context {
 /// Builds the context (see the file comment). `rankDevice[r]` is rank r's GPU. Throws
 /// runtime::ExecutionError: Unsupported when the threadblocks of a GPU cannot be co-resident,
 /// Backend on CUDA errors.
+/// Process-per-rank (`local` given, by rank): only the local ranks get device state, their
+/// scratch and inbound memory-channel counters in shareable memory; the channels are not wired
+/// yet: the caller imports the other ranks' scratch, memoryInbound, input and output into their
+/// RankStates, then calls wireChannels. Port channels are refused (Unsupported) in that mode.
 std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
-                                      const std::vector<int> &rankDevice);
+                                      const std::vector<int> &rankDevice, const std::vector<bool> *local = nullptr);
+
+/// Points every local rank's memory channels at the paired peer channel's inbound counter (and
+/// port channels at their own counters). buildContext does it for single-process contexts.
+void wireChannels(Context &ctx);
 
 /// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU). The
 /// port proxy is quiesced (its thread joined) while its tables are rewritten, then restarted;
 /// the caller has drained it (drainPortProxy) after the previous launches.
 void bindBuffers(Context &ctx, const std::vector<char *> &input, const std::vector<char *> &output);
+
+/// The launch of GPU `g` of the context with flag F = ctx.flag (the caller advances the flag:
+/// once per launch of every GPU, never 0) and per-wait timeout `timeoutNs` (0 = forever).
+DevLaunch launchRecord(const Context &ctx, const GpuState &g, runtime::PacketType packet, plan::DataType type,
+                       uint64_t timeoutNs);
+/// ctx.flag + 1, skipping 0 (zeroed scratch must never match a flag).
+void advanceFlag(Context &ctx);
+
+/// After the streams of the context have finished: one line per GPU whose launch was
+/// abandoned because a device-side wait timed out ("rank R tb T op K (name): a wait did not
+/// complete within S s"); empty when none was.
+std::vector<std::string> abandonedWaits(Context &ctx, double timeoutSeconds);
 
 /// After the kernels of the context have finished: waits until the port proxy has completed
 /// every request they pushed (each rank's FIFO head) and its copies have landed, so that the

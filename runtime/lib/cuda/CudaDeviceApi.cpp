@@ -70,6 +70,29 @@ public:
     }
     check(e, "cudaDeviceEnablePeerAccess");
   }
+  void *allocateShareable(int dev, size_t bytes) override { return allocate(dev, bytes); }
+  void releaseShareable(int dev, void *ptr) noexcept override { release(dev, ptr); }
+  std::vector<uint8_t> exportMemory(int dev, void *ptr) override {
+    cudaIpcMemHandle_t h{};
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaIpcGetMemHandle(&h, ptr), "cudaIpcGetMemHandle");
+    const auto *b = reinterpret_cast<const uint8_t *>(&h);
+    return std::vector<uint8_t>(b, b + sizeof h);
+  }
+  void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t) override {
+    cudaIpcMemHandle_t h{};
+    if (handle.size() != sizeof h)
+      throw ExecutionError(ErrorKind::Backend, "cudaIpcOpenMemHandle: a handle of " + std::to_string(handle.size()) +
+                                                   " bytes is not a CUDA IPC handle (another device kind exported it?)");
+    std::memcpy(&h, handle.data(), sizeof h);
+    void *p = nullptr;
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+    return p;
+  }
+  void closeImported(int dev, void *ptr, size_t) noexcept override {
+    if (cudaSetDevice(dev) != cudaSuccess || cudaIpcCloseMemHandle(ptr) != cudaSuccess) cudaGetLastError();
+  }
   void *allocate(int dev, size_t bytes) override {
     void *p = nullptr;
     bytes = bytes ? bytes : 16;

@@ -179,25 +179,16 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
   for (const ScheduleStep &step : launchSchedule(c.gpus.size(), count, earlier)) {
     if (step.iteration != iteration) { // a new launch of every GPU: next flag
       iteration = step.iteration;
-      ++c.flag;
-      if (c.flag == 0) ++c.flag; // zeroed scratch must never match
+      advanceFlag(c);
     }
     GpuState &g = c.gpus[step.gpu];
     switch (step.kind) {
     case ScheduleStep::Kind::Wait: api_->streamWait(g.device, g.stream, c.gpus[step.other].done); break;
     case ScheduleStep::Kind::Record: api_->record(g.device, g.done, g.stream); break;
-    case ScheduleStep::Kind::Launch: {
-      DevLaunch L;
-      L.threadblocks = g.threadblocks;
-      L.ranks = g.rankContexts;
-      L.abort = g.abort;
-      L.timeoutNs = timeoutNs;
-      L.flag = c.flag;
-      L.packetType = (uint8_t)(pt == runtime::PacketType::LL16 ? PacketType::LL16 : PacketType::LL8);
-      L.dataType = (uint8_t)dt;
-      api_->launch(g.device, L, g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock, g.stream, g.cooperative);
+    case ScheduleStep::Kind::Launch:
+      api_->launch(g.device, launchRecord(c, g, pt, dt, timeoutNs), g.numBlocks, c.ranks[g.ranks[0]].lowered.numThreadsPerBlock,
+                   g.stream, g.cooperative);
       break;
-    }
     }
   }
   for (GpuState &g : c.gpus) api_->synchronize(g.device, g.stream);
@@ -213,17 +204,7 @@ void CudaExecutor::launch(unsigned count, runtime::PacketType pt, plan::DataType
 
 void CudaExecutor::checkAbort() {
   Context &c = *context_;
-  std::vector<std::string> diags;
-  for (GpuState &g : c.gpus) {
-    DevAbort a{};
-    api_->copy(&a, g.abort, sizeof a);
-    if (a.aborted) {
-      std::ostringstream os;
-      os << "rank " << a.rank << " tb " << a.tbId << " op " << a.opIndex << " ("
-         << plan::opName((plan::OpType)a.opType) << "): a wait did not complete within " << options_.waitTimeoutSeconds << " s";
-      diags.push_back(os.str());
-    }
-  }
+  std::vector<std::string> diags = abandonedWaits(c, options_.waitTimeoutSeconds);
   std::string proxyError = c.usesPort ? c.proxy.error() : "";
   if (!diags.empty()) {
     c.abandoned = true;

@@ -16,9 +16,10 @@
 // the runtime's reason, except the release/destroy methods, which never throw (teardown).
 // Sizes are bytes.
 //
-// Not yet here: IPC / export handles and multicast objects; they come with the process-per-rank
-// CUDA path and NVLS switch channels, which are the first users (today all ranks live in one
-// process, and switch channels are emulated with peer loads and stores).
+// Memory shared between processes (the process-per-rank path, CudaRankSession.h): a shareable
+// allocation, its export handle and its import in another process (CUDA IPC handles; on the
+// host, POSIX shared memory objects). Not yet here: multicast objects (switch channels are
+// emulated with peer loads and stores).
 //
 // Mirrors the subset of the CUDA runtime API that MSCCL++'s executor uses
 // (mscclpp src/core/executor/executor.cc, src/core/port_channel.cc); NCCL's src/include/cudawrap.h
@@ -34,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace msccl::cuda {
 
@@ -66,6 +68,20 @@ public:
   /// `bytes` (0 is taken as 16) of zero-filled device memory on `dev` (cudaMalloc + cudaMemset).
   virtual void *allocate(int dev, size_t bytes) = 0;
   virtual void release(int dev, void *ptr) noexcept = 0;
+  /// `bytes` of zero-filled device memory on `dev` that processes of the same node can map
+  /// (CUDA: cudaMalloc, exported by cudaIpcGetMemHandle; host: a POSIX shared memory object,
+  /// after which waits park so that writers of other processes wake them).
+  virtual void *allocateShareable(int dev, size_t bytes) = 0;
+  virtual void releaseShareable(int dev, void *ptr) noexcept = 0;
+  /// An opaque handle of memory from allocateShareable (the allocation's start) that
+  /// importMemory of another process of the node turns into a pointer (cudaIpcGetMemHandle's 64
+  /// bytes; host: the object's name).
+  virtual std::vector<uint8_t> exportMemory(int dev, void *ptr) = 0;
+  /// Maps `bytes` of another process's shareable memory for kernels on `dev`
+  /// (cudaIpcOpenMemHandle with lazy peer access). Throws ExecutionError(Backend) when the
+  /// handle cannot be opened (another node, a handle of this very process, a freed object).
+  virtual void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t bytes) = 0;
+  virtual void closeImported(int dev, void *ptr, size_t bytes) noexcept = 0; ///< cudaIpcCloseMemHandle
   /// Zero-filled pinned host memory every device can address at the same pointer
   /// (cudaHostAlloc Mapped|Portable; the FIFOs and port counters live there).
   virtual void *allocateHostMapped(size_t bytes) = 0;

@@ -1,7 +1,9 @@
 //===- HostDeviceApi.cpp - The device layer on host threads ------------------------------===//
 //
 // See DeviceApi.h. Memory: aligned host allocations (256 bytes, as cudaMalloc) recorded with
-// their device so that deviceOf answers as cudaPointerGetAttributes does. A stream: an
+// their device so that deviceOf answers as cudaPointerGetAttributes does; shareable memory is a
+// POSIX shared memory object (shm_open, mapped shared; its name is the export handle, unlinked
+// when the owner releases it). A stream: an
 // in-order task queue served by its own thread, with its own HostKernelRunner for launches.
 // An event: a record counter (bumped when record is called) and a completed counter (set when
 // the record task runs); streamWait enqueues a task that waits for the record it saw, as
@@ -14,6 +16,8 @@
 #include "msccl/runtime/Executor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,7 @@
 #include <mutex>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -130,6 +135,53 @@ public:
   void enablePeerAccess(int, int) override {}
   void *allocate(int dev, size_t bytes) override { return alloc(dev, bytes); }
   void release(int, void *ptr) noexcept override { free(ptr); }
+  void *allocateShareable(int dev, size_t bytes) override {
+    static std::atomic<uint64_t> serial{0};
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t mapped = (std::max<size_t>(bytes, 16) + page - 1) / page * page;
+    const std::string name = "/msccl-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) throw ExecutionError(ErrorKind::Backend, "host device: shm_open " + name + ": " + std::strerror(errno));
+    void *p = ftruncate(fd, (off_t)mapped) == 0 ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+      shm_unlink(name.c_str());
+      throw ExecutionError(ErrorKind::Backend, "host device: cannot map " + std::to_string(mapped) + " bytes of " + name + ": " +
+                                                   std::strerror(err));
+    }
+    detail::enableCrossProcessWakeups();
+    std::lock_guard<std::mutex> l(m_);
+    allocations_[reinterpret_cast<uintptr_t>(p)] = {mapped, dev, p, mapped, name, true};
+    return p; // a new object's pages are zero
+  }
+  void releaseShareable(int, void *ptr) noexcept override { free(ptr); }
+  std::vector<uint8_t> exportMemory(int, void *ptr) override {
+    std::lock_guard<std::mutex> l(m_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == allocations_.end() || it->second.shmName.empty() || !it->second.owner)
+      throw ExecutionError(ErrorKind::Backend, "host device: export of memory that allocateShareable did not return");
+    return std::vector<uint8_t>(it->second.shmName.begin(), it->second.shmName.end());
+  }
+  void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t bytes) override {
+    const std::string name(handle.begin(), handle.end());
+    if (name.rfind("/msccl-", 0) != 0)
+      throw ExecutionError(ErrorKind::Backend, "host device: \"" + name + "\" is not a shared memory handle of this device kind");
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t mapped = (std::max<size_t>(bytes, 16) + page - 1) / page * page;
+    int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) throw ExecutionError(ErrorKind::Backend, "host device: shm_open " + name + ": " + std::strerror(errno));
+    void *p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+      throw ExecutionError(ErrorKind::Backend, "host device: cannot map " + name + ": " + std::strerror(err));
+    detail::enableCrossProcessWakeups();
+    std::lock_guard<std::mutex> l(m_);
+    allocations_[reinterpret_cast<uintptr_t>(p)] = {mapped, dev, p, mapped, name, false};
+    return p;
+  }
+  void closeImported(int, void *ptr, size_t) noexcept override { free(ptr); }
   void *allocateHostMapped(size_t bytes) override { return alloc(-1, bytes); }
   void releaseHostMapped(void *ptr) noexcept override { free(ptr); }
   int deviceOf(const void *ptr) override {
@@ -191,8 +243,10 @@ private:
   struct Allocation {
     size_t bytes;
     int device;
-    void *mapping; ///< guard-page mode: the whole mapping (else null)
+    void *mapping; ///< guard-page mode and shared memory objects: the whole mapping (else null)
     size_t mapped;
+    std::string shmName = {}; ///< shared memory objects: the name (imported too)
+    bool owner = false;        ///< this process made the object (unlinks it on release)
   };
   /// 256-byte aligned (as cudaMalloc), zero-filled. With guard pages (HostDeviceOptions::
   /// guardPages, MSCCL_HOST_GUARD_PAGES=1) each allocation ends 16-byte aligned right before an
@@ -234,6 +288,7 @@ private:
     allocations_.erase(it);
   }
   static void release(const Allocation &a, void *ptr) {
+    if (a.owner) shm_unlink(a.shmName.c_str());
     if (a.mapping) munmap(a.mapping, a.mapped);
     else std::free(ptr);
   }

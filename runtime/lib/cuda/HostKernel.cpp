@@ -35,6 +35,9 @@ ParkBucket &bucketOf(const void *word) { return gBuckets[(reinterpret_cast<uintp
 long futex(const void *word, int op, uint32_t value, const timespec *timeout) {
   return syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
 }
+/// Set once shared memory objects exist in this process: the waiter of a word may be in
+/// another process, whose counts this one cannot see, so every wake is a (shared) futex call.
+std::atomic<bool> gCrossProcess{false};
 } // namespace
 
 // Writer: store; seq_cst fence; read the count. Waiter: count; seq_cst fence; the kernel
@@ -44,7 +47,8 @@ long futex(const void *word, int op, uint32_t value, const timespec *timeout) {
 void wakeWord(const void *word) {
   ParkBucket &b = bucketOf(word);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (b.waiters.load(std::memory_order_relaxed) != 0) futex(word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr);
+  if (gCrossProcess.load(std::memory_order_relaxed)) futex(word, FUTEX_WAKE, INT32_MAX, nullptr);
+  else if (b.waiters.load(std::memory_order_relaxed) != 0) futex(word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr);
 }
 
 void parkWord(const void *word, uint32_t seen, uint64_t maxNs) {
@@ -52,7 +56,7 @@ void parkWord(const void *word, uint32_t seen, uint64_t maxNs) {
   b.waiters.fetch_add(1, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   timespec ts{(time_t)(maxNs / 1000000000ull), (long)(maxNs % 1000000000ull)};
-  futex(word, FUTEX_WAIT_PRIVATE, seen, &ts);
+  futex(word, gCrossProcess.load(std::memory_order_relaxed) ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, seen, &ts);
   b.waiters.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -61,6 +65,7 @@ void parkWord(const void *word, uint32_t seen, uint64_t maxNs) {
 namespace msccl::cuda::detail {
 
 void wakeHostWaiters(const void *word) { dev::wakeWord(word); }
+void enableCrossProcessWakeups() { dev::gCrossProcess.store(true); }
 
 // Workers park on `generation` (an atomic wait, a futex: one wake-up call starts them all,
 // with no lock to contend for). The launch parameters are written before the generation changes

@@ -39,6 +39,10 @@ private:
 /// The host changed `word` (a counter or flag a kernel thread may be parked on): wakes the
 /// host threads waiting for it.
 void wakeHostWaiters(const void *word);
+/// From now on waits of this process park on process-shared futexes and every store a kernel
+/// may wait for wakes them without consulting this process's waiter counts, so that writers in
+/// other processes (shared memory objects, HostDeviceApi::allocateShareable) wake them too.
+void enableCrossProcessWakeups();
 
 /// Copies `bytes` from `src` to `dst`, each 16-byte unit at 16-byte aligned addresses as one
 /// atomic unit (the host's copy engine: a packet copied by the port proxy never tears), and

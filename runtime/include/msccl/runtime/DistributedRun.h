@@ -34,12 +34,58 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace msccl::runtime {
 
 struct DistributedOptions {
   double timeoutSeconds = 60; ///< Per launch; then the per-rank report (ErrorKind::Deadlock).
 };
+
+/// This process's rank of a plan set up for repeated executes at one size, on some device
+/// implementation, over a Communicator: what runCollectiveRanks drives. Implementations:
+/// DistributedSession (the CPU, below) and cuda::CudaRankSession (CUDA and the host
+/// implementation of the device code). Construction and destruction are collective.
+class RankSession {
+public:
+  virtual ~RankSession();
+  /// The message sizes, reduce op and in-place-ness of the run (startRun's report).
+  virtual const RunReport &start() const = 0;
+  /// Collective: `fill` writes this rank's S_in input bytes (host memory), then `warmup` +
+  /// `iterations` launches run, every launch from this input. Returns the seconds of the timed
+  /// launches, the maximum over ranks. Throws ExecutionError (Deadlock, Misuse, Backend, ...)
+  /// the same on every rank.
+  virtual double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations) = 0;
+  /// This rank's output after execute (S_out bytes, host memory), valid until the next execute.
+  virtual const uint8_t *output() const = 0;
+};
+
+/// Opens `plan` at options.size for this process's rank (collective; throws what the session's
+/// constructor throws).
+using RankSessionFactory = std::function<std::unique_ptr<RankSession>(Communicator &comm, const plan::Plan &plan,
+                                                                      const RunOptions &options,
+                                                                      const DistributedOptions &dist)>;
+/// Register a one-process-per-rank backend under `name` (the executor names: "cpu", "cuda",
+/// "cuda-host", ...); replaces an earlier one of that name. "cpu" is always registered.
+void registerRankBackend(const std::string &name, const std::string &description, RankSessionFactory factory);
+/// Names of the registered one-process-per-rank backends, sorted.
+std::vector<std::string> registeredRankBackends();
+/// Opens a session of backend `name`. Throws ExecutionError(Unsupported) naming the registered
+/// ones when there is none by that name.
+std::unique_ptr<RankSession> openRankSession(const std::string &name, Communicator &comm, const plan::Plan &plan,
+                                             const RunOptions &options, const DistributedOptions &dist = {});
+/// registerCudaRankBackends() - msccl_cuda_ranks (only with the CUDA executor): "cuda",
+/// "cuda-host" and the other CUDA executor names (CudaRankSession.h). registerBuiltRankBackends()
+/// (msccl_backends) registers every one this build has.
+void registerCudaRankBackends();
+void registerBuiltRankBackends();
+
+/// Run and verify `plan` at size `options.size` with one rank per process on backend `name`
+/// (runCollectiveDistributed with "cpu"). Collective: every process calls it with the same
+/// plan, options and backend. AllToAllV plans resolve their count matrix first.
+RunReport runCollectiveRanks(const std::string &name, Communicator &comm, const plan::Plan &plan,
+                             const RunOptions &options, const DistributedOptions &dist = {});
 
 /// A plan set up for repeated executes at one size with one rank per process: validation,
 /// resolution, lowering, the shared segments and the threadblock threads are made once by the
@@ -48,21 +94,17 @@ struct DistributedOptions {
 /// this rank's input written by `fill`. runCollectiveDistributed and libmsccl's Executor
 /// (api/, one process per rank) both run plans through it. The destructor is collective too
 /// (a barrier, then the segments are freed): every rank destroys its session in the same order.
-class DistributedSession {
+class DistributedSession final : public RankSession {
 public:
   /// Uses options.size, dataType, reduceOp, inPlace, packetType and planValidated.
   DistributedSession(Communicator &comm, const plan::Plan &plan, const RunOptions &options,
                      const DistributedOptions &dist = {});
-  ~DistributedSession();
+  ~DistributedSession() override;
   DistributedSession(const DistributedSession &) = delete;
   DistributedSession &operator=(const DistributedSession &) = delete;
 
-  /// The message sizes, reduce op and in-place-ness of the run (startRun's report).
-  const RunReport &start() const;
-  /// Collective: `fill` writes this rank's S_in input bytes, then `warmup` + `iterations`
-  /// launches run. Returns the seconds of the timed launches, the maximum over ranks. Throws
-  /// ExecutionError (Deadlock, Misuse, ...) the same on every rank.
-  double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations);
+  const RunReport &start() const override;
+  double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations) override;
   /// One application call (libmsccl's Executor): the next launch of this session, with no
   /// collective round between calls. The first call starts from zeroed memory after a barrier,
   /// as execute does; later ones carry the state over as the launches of one execute do (signal
@@ -78,7 +120,7 @@ public:
   /// word. Local: no other rank is told, nothing is freed (NCCL's ncclCommAbort of a stuck call).
   void abort();
   /// This rank's output (S_out bytes), valid until the next execute.
-  const uint8_t *output() const;
+  const uint8_t *output() const override;
 
   struct Impl;
 

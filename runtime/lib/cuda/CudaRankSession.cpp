@@ -1,0 +1,337 @@
+//===- CudaRankSession.cpp - The CUDA executor with one process per rank ----------------===//
+//
+// See CudaRankSession.h. Opening: lower the plan, build a context that holds only this rank
+// (buildContext with `local`), allocate the rank's data buffer (input and output) as shareable
+// memory, exchange the three export handles (data, scratch, inbound counters) with one
+// allGather, map the peers this rank's kernels reach, wire the channels and bind the buffers;
+// every step that can fail on one rank only is followed by an agreement round, so that all
+// ranks throw together instead of some waiting for the others forever.
+//
+//===------------------------------------------------------------------------------------===//
+#include "msccl/cuda/CudaRankSession.h"
+
+#include "CudaContext.h"
+
+#include "msccl/runtime/Collective.h"
+#include "msccl/runtime/PlanValidate.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <set>
+
+namespace msccl::cuda {
+
+using runtime::Communicator;
+using runtime::ErrorKind;
+using runtime::ExecutionError;
+using namespace detail;
+
+namespace {
+
+/// What each rank tells the others when the session opens: its three shareable regions.
+struct SharedRegions {
+  static constexpr size_t kHandleBytes = 128;
+  enum Region { Data, Scratch, Inbound, Count };
+  uint8_t handle[Count][kHandleBytes];
+  uint32_t handleBytes[Count];
+  uint64_t bytes[Count];
+  uint64_t inputOffset, outputOffset; ///< in the data region
+  uint32_t failed;                    ///< this rank could not set up (it throws its own error)
+};
+
+uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
+
+enum Outcome : uint64_t { Ok = 0, PeerFailed = 1, Failed = 2, TimedOut = 3 };
+
+} // namespace
+
+struct CudaRankSession::Impl {
+  Communicator &comm;
+  const plan::Plan &plan;
+  runtime::RunOptions options;
+  runtime::DistributedOptions dist;
+  runtime::RunReport rep;
+  uint32_t me = 0, n = 0;
+  int dev = 0;
+  double timeoutSeconds = 60;
+  std::unique_ptr<DeviceApi> api; // declared before ctx: destroyed after the context that uses it
+  std::unique_ptr<Context> ctx;
+  char *data = nullptr, *input = nullptr, *output = nullptr;
+  uint64_t dataBytes = 0;
+  std::vector<uint8_t> hostIn, hostOut;
+  uint64_t launches = 0;
+
+  Impl(Communicator &c, const plan::Plan &p, const runtime::RunOptions &o, const runtime::DistributedOptions &d,
+       const CudaRankOptions &cuda)
+      : comm(c), plan(p), options(o), dist(d) {
+    me = uint32_t(comm.rank());
+    n = uint32_t(plan.gpus.size());
+    if (n != uint32_t(comm.size()))
+      throw ExecutionError(ErrorKind::InvalidPlan, "the plan has " + std::to_string(n) + " ranks but the job has " +
+                                                       std::to_string(comm.size()) + " processes");
+    rep = runtime::startRun(plan, options);
+    timeoutSeconds = dist.timeoutSeconds;
+    if (const char *t = std::getenv("MSCCL_CUDA_TIMEOUT")) timeoutSeconds = std::atof(t);
+    SharedRegions mine{};
+    std::optional<ExecutionError> error;
+    try {
+      openLocal(cuda, mine);
+    } catch (const ExecutionError &e) {
+      error = e;
+      mine.failed = 1;
+    }
+    auto all = comm.allGather(&mine, sizeof mine);
+    std::vector<SharedRegions> regions(n);
+    for (uint32_t r = 0; r < n; ++r) std::memcpy(&regions[r], all[r].data(), sizeof(SharedRegions));
+    // Every rank throws when any rank failed to open: its own error, or which rank failed.
+    if (error) throw *error;
+    for (uint32_t r = 0; r < n; ++r)
+      if (regions[r].failed)
+        throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(r) + " could not open its session (see its report)");
+    try {
+      connect(regions);
+    } catch (const ExecutionError &e) {
+      error = ExecutionError(e.kind(), "rank " + std::to_string(me) + ": " + e.summary(), e.diagnostics());
+    }
+    if (comm.allReduceMax(uint64_t(error ? 1 : 0))) {
+      if (error) throw *error;
+      throw ExecutionError(ErrorKind::Backend, "another rank could not map its peers' memory (see its report)");
+    }
+  }
+
+  int chooseDevice(const CudaRankOptions &cuda) {
+    const std::vector<int> &node = comm.nodeRanks();
+    const int local = int(std::find(node.begin(), node.end(), int(me)) - node.begin());
+    const int count = api->deviceCount();
+    switch (cuda.placement) {
+    case Placement::VirtualRanks: return 0;
+    case Placement::Auto: return local % count;
+    case Placement::OneRankPerGpu:
+      if (local >= count)
+        throw ExecutionError(ErrorKind::Unsupported, "cuda-gpus: " + std::to_string(node.size()) + " ranks on this node but " +
+                                                         std::to_string(count) + " GPU(s) visible (use cuda, which shares GPUs)");
+      return local;
+    }
+    return 0;
+  }
+
+  /// This rank's device, lowering, context and shareable memory; fills `mine`.
+  void openLocal(const CudaRankOptions &cuda, SharedRegions &mine) {
+    if (cuda.device == DeviceKind::Host) {
+      HostDeviceOptions h;
+      h.deviceCount = int(comm.nodeRanks().size()); // one emulated device per rank of the node
+      h.threadsPerBlock = cuda.hostThreadsPerBlock;
+      api = makeHostDeviceApi(h);
+    } else {
+      try {
+        api = makeCudaDeviceApi();
+      } catch (const ExecutionError &e) {
+        throw ExecutionError(ErrorKind::Unsupported, "cuda backend unavailable: " + e.summary());
+      }
+    }
+    dev = chooseDevice(cuda);
+    runtime::ValidateOptions vo;
+    vo.allowGlre = true;
+    vo.deviceLimits = false;
+    if (!options.planValidated) runtime::validatePlan(plan, vo);
+    const runtime::MessageSizes &ms = rep.sizes;
+    std::vector<LoweredRank> lowered;
+    try {
+      lowered = lowerForDevice(plan, ms.inputBytes, ms.outputBytes, rep.reduceOp, plan::dataTypeBytes(options.dataType));
+    } catch (const LoweringError &e) {
+      throw ExecutionError(ErrorKind::InvalidPlan, std::string("cuda: ") + e.what());
+    }
+    std::vector<bool> local(n, false);
+    local[me] = true;
+    ctx = buildContext(*api, plan, std::move(lowered), std::vector<int>(n, dev), &local);
+    checkLocality();
+    // The data buffer: input and output as runCollective lays them out.
+    const runtime::CollectiveKind kind = runtime::collectiveKind(plan.collective);
+    if (rep.inPlace) {
+      const runtime::InPlaceLayout l = runtime::inPlaceLayout(kind, me, ms.inputBytes, ms.outputBytes);
+      dataBytes = l.bytes;
+      mine.inputOffset = l.input;
+      mine.outputOffset = l.output;
+    } else {
+      dataBytes = align256(ms.inputBytes) + ms.outputBytes;
+      mine.inputOffset = 0;
+      mine.outputOffset = align256(ms.inputBytes);
+    }
+    data = static_cast<char *>(ctx->memory.shareable(dev, dataBytes));
+    input = data + mine.inputOffset;
+    output = data + mine.outputOffset;
+    hostIn.assign(ms.inputBytes, 0);
+    hostOut.assign(ms.outputBytes, 0);
+    const RankState &s = ctx->ranks[me];
+    putHandle(mine, SharedRegions::Data, data, dataBytes);
+    putHandle(mine, SharedRegions::Scratch, s.scratch, s.lowered.scratchBytes);
+    putHandle(mine, SharedRegions::Inbound, s.memoryInbound, sizeof(uint64_t) * std::max<size_t>(1, s.lowered.numMemoryChannels));
+  }
+
+  void putHandle(SharedRegions &mine, SharedRegions::Region region, void *ptr, uint64_t bytes) {
+    std::vector<uint8_t> h = api->exportMemory(dev, ptr);
+    if (h.size() > SharedRegions::kHandleBytes)
+      throw ExecutionError(ErrorKind::Backend, "an export handle of " + std::to_string(h.size()) + " bytes does not fit");
+    std::memcpy(mine.handle[region], h.data(), h.size());
+    mine.handleBytes[region] = uint32_t(h.size());
+    mine.bytes[region] = bytes;
+  }
+
+  /// The ranks this rank's kernels reach: memory-channel peers, owners of remote buffers,
+  /// switch-channel members.
+  std::set<uint32_t> reachedPeers() const {
+    std::set<uint32_t> peers;
+    for (const plan::RemoteBuffer &rb : plan.gpus[me].remoteBuffers) peers.insert(rb.rank);
+    const runtime::ResolvedGpu &rg = ctx->resolved.gpus[me];
+    for (const runtime::ResolvedChannel &ch : rg.memoryChannels) peers.insert(ch.peer);
+    for (const runtime::ResolvedSwitch &sw : rg.switchChannels)
+      for (uint32_t r : sw.ranks) peers.insert(r);
+    peers.erase(me);
+    return peers;
+  }
+
+  void checkLocality() const {
+    for (uint32_t p : reachedPeers())
+      if (!comm.sameNode(int(me), int(p)))
+        throw ExecutionError(ErrorKind::InvalidPlan, "rank " + std::to_string(me) + "'s memory or switch channels reach rank " +
+                                                         std::to_string(p) + ", which is on another node (" +
+                                                         comm.describeNodes() + "): only port channels cross nodes");
+  }
+
+  /// Maps the peers' regions, wires the channels and binds the buffers.
+  void connect(const std::vector<SharedRegions> &regions) {
+    std::vector<char *> in(n, nullptr), out(n, nullptr);
+    in[me] = input;
+    out[me] = output;
+    for (uint32_t p : reachedPeers()) {
+      const SharedRegions &sr = regions[p];
+      auto map = [&](SharedRegions::Region region) {
+        std::vector<uint8_t> h(sr.handle[region], sr.handle[region] + sr.handleBytes[region]);
+        return static_cast<char *>(ctx->memory.imported(dev, h, sr.bytes[region]));
+      };
+      char *peerData = map(SharedRegions::Data);
+      RankState &s = ctx->ranks[p];
+      in[p] = peerData + sr.inputOffset;
+      out[p] = peerData + sr.outputOffset;
+      s.scratch = map(SharedRegions::Scratch);
+      s.memoryInbound = reinterpret_cast<uint64_t *>(map(SharedRegions::Inbound));
+    }
+    wireChannels(*ctx);
+    bindBuffers(*ctx, in, out);
+  }
+
+  [[noreturn]] void giveUp(const std::string &what, const std::vector<std::string> &diags) {
+    std::string msg = "msccl: rank " + std::to_string(me) + ": " + what + "; aborting the job\n";
+    for (const std::string &d : diags) msg += "  " + d + "\n";
+    std::cerr << msg << std::flush;
+    comm.abort(1);
+  }
+
+  /// One launch of this rank, then the ranks agree on how every one ended.
+  void launchOnce() {
+    advanceFlag(*ctx);
+    const uint64_t launch = ++launches;
+    GpuState &g = ctx->gpus.at(0);
+    const uint64_t timeoutNs = timeoutSeconds > 0 ? uint64_t(timeoutSeconds * 1e9) : 0;
+    Outcome outcome = Ok;
+    std::string backendError;
+    std::vector<std::string> diags;
+    try {
+      api->launch(g.device, launchRecord(*ctx, g, options.packetType, options.dataType, timeoutNs), g.numBlocks,
+                  ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
+      api->synchronize(g.device, g.stream);
+      diags = abandonedWaits(*ctx, timeoutSeconds);
+      if (!diags.empty()) outcome = TimedOut;
+    } catch (const ExecutionError &e) {
+      backendError = e.what();
+      outcome = Failed;
+    }
+    uint64_t worst = outcome;
+    const double grace = std::max(2.0, 0.5 * timeoutSeconds);
+    if (!comm.allReduceMaxUntil(worst, runtime::monotonicSeconds() + timeoutSeconds + grace))
+      giveUp("the other ranks did not finish launch " + std::to_string(launch) + " within the timeout (a rank died or hangs)",
+             diags);
+    if (worst == Ok) return;
+    ctx->abandoned = true; // counters are not balanced any more: the communicator stops
+    comm.setStopped("launch " + std::to_string(launch) + " of a CUDA session failed");
+    if (outcome == TimedOut)
+      throw ExecutionError(ErrorKind::Deadlock,
+                           "rank " + std::to_string(me) + ": launch " + std::to_string(launch) +
+                               " was abandoned because a device-side wait timed out",
+                           diags);
+    if (outcome == Failed) throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(me) + ": " + backendError);
+    throw ExecutionError(worst == TimedOut ? ErrorKind::Deadlock : ErrorKind::Misuse,
+                         "rank " + std::to_string(me) + ": finished launch " + std::to_string(launch) + ", but another rank " +
+                             (worst == TimedOut ? "timed out" : "failed") + " (see its report)");
+  }
+
+  double execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
+    if (!comm.stopped().empty()) throw ExecutionError(ErrorKind::Deadlock, "not run: " + comm.stopped());
+    std::fill(hostIn.begin(), hostIn.end(), 0);
+    fill(hostIn.data());
+    {
+      std::vector<uint8_t> zeros(dataBytes, 0);
+      api->copy(data, zeros.data(), dataBytes);
+    }
+    if (!hostIn.empty()) api->copy(input, hostIn.data(), hostIn.size());
+    // No rank launches before every rank has reset its buffers (peers' kernels write into them).
+    if (!comm.barrierUntil(runtime::monotonicSeconds() + timeoutSeconds + 2))
+      giveUp("the other ranks did not start the run within the timeout", {});
+    for (unsigned i = 0; i < warmup; ++i) launchOnce();
+    auto t0 = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < iterations; ++i) launchOnce();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!hostOut.empty()) api->copy(hostOut.data(), output, hostOut.size());
+    return comm.allReduceMax(secs);
+  }
+
+  ~Impl() {
+    // Peers may still map this rank's memory: nobody frees before every rank is done.
+    if (ctx && comm.stopped().empty()) comm.barrierUntil(runtime::monotonicSeconds() + timeoutSeconds + 2);
+  }
+};
+
+CudaRankSession::CudaRankSession(Communicator &comm, const plan::Plan &plan, const runtime::RunOptions &options,
+                                 const runtime::DistributedOptions &dist, const CudaRankOptions &cuda)
+    : impl_(std::make_unique<Impl>(comm, plan, options, dist, cuda)) {}
+CudaRankSession::~CudaRankSession() = default;
+const runtime::RunReport &CudaRankSession::start() const { return impl_->rep; }
+double CudaRankSession::execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
+  return impl_->execute(fill, warmup, iterations);
+}
+const uint8_t *CudaRankSession::output() const { return impl_->hostOut.data(); }
+
+} // namespace msccl::cuda
+
+namespace msccl::runtime {
+
+void registerCudaRankBackends() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using namespace msccl::cuda;
+    auto reg = [](const char *name, const char *desc, Placement p, DeviceKind d) {
+      registerRankBackend(name, desc,
+                          [p, d](Communicator &c, const plan::Plan &plan, const RunOptions &o,
+                                 const DistributedOptions &dist) -> std::unique_ptr<RankSession> {
+                            CudaRankOptions co;
+                            co.placement = p;
+                            co.device = d;
+                            return std::make_unique<CudaRankSession>(c, plan, o, dist, co);
+                          });
+    };
+    reg("cuda", "CUDA, one process per rank: the node's ranks spread over its GPUs (several per GPU when fewer GPUs)",
+        Placement::Auto, DeviceKind::Cuda);
+    reg("cuda-gpus", "CUDA, one process per rank and one GPU per rank", Placement::OneRankPerGpu, DeviceKind::Cuda);
+    reg("cuda-virtual", "CUDA, one process per rank, every rank on GPU 0", Placement::VirtualRanks, DeviceKind::Cuda);
+    reg("cuda-host", "the CUDA executor's device code on host threads, one process per rank, POSIX shared memory",
+        Placement::VirtualRanks, DeviceKind::Host);
+    reg("cuda-host-gpus", "the CUDA executor's device code on host threads, one process per rank, POSIX shared memory",
+        Placement::OneRankPerGpu, DeviceKind::Host);
+  });
+}
+
+} // namespace msccl::runtime

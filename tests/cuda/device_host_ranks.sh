@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The CUDA executor with one process per rank (CudaRankSession.h) on the host implementation of
+# the device layer (ctest label device-host): the stdlib matrix of tools/gpu-check.sh (every
+# algorithm at 2, 4 and 8 ranks, in place and out of place, Simple and LL) compiled once, then
+#   1. every plan through `mpirun -np N msccl-run --backend cuda-host`, verified at its two
+#      smallest manifest sizes: each process maps its peers' buffers, scratch and counters from
+#      POSIX shared memory objects; plans with port channels must be refused with the reason;
+#   2. the 2- and 4-rank plans again with torchrun's environment (RANK, WORLD_SIZE,
+#      MASTER_ADDR: the unique-id bootstrap, as on the GPU machine, which has no mpirun);
+#   3. a plan that deadlocks ends within its 1 s wait timeout on every rank, naming rank, tb, op.
+# usage: device_host_ranks.sh GPU_CHECK_SH MSCCLC MSCCL_RUN DEADLOCK_PLAN
+set -uo pipefail
+[[ $# -eq 4 ]] || { echo "usage: $0 GPU_CHECK_SH MSCCLC MSCCL_RUN DEADLOCK_PLAN" >&2; exit 2; }
+check=$1 mscclc=$2 run=$3 deadlock=$4
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$check" plans "$tmp" "$mscclc" || { echo "FAIL: compiling the stdlib matrix"; exit 1; }
+status=0
+echo "== mpirun -np N msccl-run --backend cuda-host, every plan of the manifest"
+"$check" verify-ranks "$tmp" "$run" cuda-host mpi >"$tmp/mpi.log" 2>&1 || status=1
+grep -v '^ok' "$tmp/mpi.log"
+# The refusals are the plans with port channels, and only those.
+ports=$(grep -l '"port"' "$tmp"/stdlib/*.json | wc -l)
+refused=$(grep -c '^port ' "$tmp/mpi.log")
+if ((ports != refused)); then
+  echo "FAIL: $ports plans have port channels but $refused were refused"; status=1
+fi
+echo "== torchrun's environment (unique-id bootstrap), 2 and 4 ranks"
+if ! "$check" verify-ranks "$tmp" "$run" cuda-host env '_r[24]_' >"$tmp/env.log" 2>&1; then
+  if grep -q "ZeroMQ" "$tmp/env.log"; then echo "skipped: this build has no unique-id bootstrap (ZeroMQ)"; else status=1; fi
+fi
+grep -v '^ok' "$tmp/env.log" | head -30
+echo "== a deadlocking plan, one process per rank"
+MSCCL_CUDA_TIMEOUT=1 timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 2 "$run" "$deadlock" \
+  --backend cuda-host --size 1K -n 1 -w 0 --check >"$tmp/deadlock.log" 2>&1 </dev/null
+rc=$?
+for r in 0 1; do
+  if ! grep -q "rank $r tb 0 op 0 (wait): a wait did not complete within 1 s" "$tmp/deadlock.log"; then
+    echo "FAIL: rank $r did not report its blocked wait"; status=1
+  fi
+done
+if ((rc == 0 || rc == 124 || rc == 137)); then
+  echo "FAIL: the deadlocking run ended with status $rc"; status=1
+fi
+grep -m1 "deadlock:" "$tmp/deadlock.log"
+exit $status
