@@ -19,7 +19,7 @@
 #
 # Environment: BUILD_DIR (bundle; default <repo>/build), OUT (run; default DIR/out),
 # GPU_CHECK_BUDGET (run; seconds for all steps, default 330), GPU_CHECK_STEPS (run; the steps to
-# run, space separated, default all: info gpu-quick ranks stdlib-cpu stdlib-run golden sanitizer bench;
+# run, space separated, default all: info gpu-quick ranks torch stdlib-cpu stdlib-run golden sanitizer bench;
 # bench also runs msccl-tune on the GPU).
 # Without a usable GPU, `run` says so in one line and exits 1. For a dry run of the harness on a
 # machine without a GPU (nvidia-smi faked): GPU_CHECK_BACKEND=cuda-host and
@@ -130,7 +130,7 @@ bundle() {
   grep -q '^MSCCL_HAVE_CUDA:INTERNAL=ON' "$build/CMakeCache.txt" || die "the build in $build has no CUDA executor (no CUDA toolkit found?)"
   grep -Eq '^MSCCL_CUDA_ARCHITECTURES:INTERNAL=(.*;)?90' "$build/CMakeCache.txt" ||
     die "the build in $build has no sm_90 code (CMAKE_CUDA_ARCHITECTURES: $(sed -n 's/^MSCCL_CUDA_ARCHITECTURES:INTERNAL=//p' "$build/CMakeCache.txt"))"
-  cmake --build "$build" --target mscclc msccl-run msccl-tune msccl_cuda_gpu_tests msccl-bench-cuda >/dev/null ||
+  cmake --build "$build" --target mscclc msccl-run msccl-tune msccl_cuda_gpu_tests msccl-bench-cuda msccl_nccl >/dev/null ||
     die "building the bundle's programs failed (cmake --build $build)"
 
   rm -rf "$dir"
@@ -180,6 +180,23 @@ exec bash "$here/gpu-check.sh" run "$here" "$@"
 EOF
   chmod +x "$dir/run" "$dir/gpu-check.sh"
   git -C "$root" rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || echo unknown >"$dir/COMMIT"
+  # The torch step: the NCCL shim and libmsccl (stripped), its plans (in place AllReduce as
+  # torch's all_reduce, out of place AllGather/ReduceScatter as its *_tensor calls) and the script.
+  local shim=$build/nccl/libmsccl_nccl.so
+  if [[ -f $shim ]]; then
+    cp "$shim" "$dir/lib/" && strip --strip-debug "$dir/lib/libmsccl_nccl.so"
+    copy_libs "$dir/lib" "$shim"
+    for f in "$dir"/lib/libmsccl.so*; do [[ -f $f ]] && strip --strip-debug "$f"; done
+    mkdir -p "$dir/plans/shim"
+    local r
+    for r in 2 4; do
+      "$build/tools/mscclc/mscclc" stdlib:allreduce/ring -D ranks=$r -D inplace=true -o "$dir/plans/shim/allreduce_ring_r$r.json" &&
+      "$build/tools/mscclc/mscclc" stdlib:allgather/ring -D ranks=$r -D inplace=false -o "$dir/plans/shim/allgather_ring_r$r.json" &&
+      "$build/tools/mscclc/mscclc" stdlib:reducescatter/ring -D ranks=$r -D inplace=false -o "$dir/plans/shim/reducescatter_ring_r$r.json" ||
+        die "compiling the shim's plans failed"
+    done
+    cp "$root/tools/gpu_check_torch.py" "$dir/"
+  fi
   local mib
   # msccl-tune (the bench step's tune) when it fits: with code for two GPU architectures
   # (MSCCL_CUDA_ARCHITECTURES 80;90) the programs are too large for both.
@@ -321,13 +338,20 @@ launch_ranks() {
     timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" mpirun --allow-run-as-root --oversubscribe -np "$n" "$@" >"$out" 2>&1 </dev/null
     return
   fi
-  local port=$((20000 + RANDOM % 20000)) r rc=0 pids=()
-  for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" "$@" >"$out.$r" 2>&1 </dev/null &
-    pids+=($!)
+  # A port another program holds (rank 0 cannot bind it): again with another port, twice.
+  local try port r rc pids
+  for try in 1 2 3; do
+    port=$((20000 + RANDOM % 20000)) rc=0 pids=()
+    for ((r = 0; r < n; r++)); do
+      RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port MSCCL_BOOTSTRAP_SECRET=gpu-check-$port \
+        timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" "$@" >"$out.$r" 2>&1 </dev/null &
+      pids+=($!)
+    done
+    for r in "${pids[@]}"; do wait "$r" || rc=1; done
+    cat "$out".* >"$out"; rm -f "$out".*
+    ((rc != 0)) && grep -q "Address already in use" "$out" && continue
+    return $rc
   done
-  for r in "${pids[@]}"; do wait "$r" || rc=1; done
-  cat "$out".* >"$out"; rm -f "$out".*
   return $rc
 }
 verify_ranks() {
@@ -369,6 +393,22 @@ step_ranks() {
   done
   return $rc
 }
+# PyTorch's NCCL process group on CUDA tensors with the shim preloaded (gpu_check_torch.py): 2 and
+# 4 processes on the one GPU, every result compared with torch's own. Skipped without torch or
+# without the shim in the bundle.
+step_torch() {
+  [[ -f $dir/lib/libmsccl_nccl.so ]] || { echo "the bundle has no libmsccl_nccl.so"; return 77; }
+  python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || { echo "no CUDA torch here"; return 77; }
+  local n rc=0
+  for n in 2 4; do
+    launch_ranks env $n "$OUT/torch-$n.log" env LD_PRELOAD="$dir/lib/libmsccl_nccl.so" MSCCL_PLANS="$dir/plans/shim" \
+      MSCCL_BACKEND=cuda MSCCL_DEBUG=INFO python3 "$dir/gpu_check_torch.py" || rc=1
+    grep -E "torch-check|MSCCL WARN|Error|error" "$OUT/torch-$n.log" | head -20
+    grep -m4 "MSCCL INFO rank 0: ncclAllReduce\|MSCCL INFO rank 0 of" "$OUT/torch-$n.log"
+    [[ $(grep -c "torch-check rank .*: PASS" "$OUT/torch-$n.log") -eq $n ]] || rc=1
+  done
+  return $rc
+}
 # Every stdlib plan through msccl-run on cuda-virtual, verified.
 step_stdlib_run() { verify_plans "$dir/plans" "$bin/msccl-run" "${GPU_CHECK_BACKEND:-cuda-virtual}"; }
 step_sanitizer() {
@@ -403,7 +443,7 @@ run() {
   bin=$dir/bin
   export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=$PATH:/usr/local/cuda/bin
-  steps=${GPU_CHECK_STEPS:-info gpu-quick ranks stdlib-cpu stdlib-run golden sanitizer bench}
+  steps=${GPU_CHECK_STEPS:-info gpu-quick ranks torch stdlib-cpu stdlib-run golden sanitizer bench}
   local budget=${GPU_CHECK_BUDGET:-300}
   deadline=$(($(date +%s) + budget))
   if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -413,6 +453,7 @@ run() {
   run_step info 30 step_info
   run_step gpu-quick 60 step_gpu_quick
   run_step ranks 150 step_ranks
+  run_step torch 150 step_torch
   run_step stdlib-run 90 step_stdlib_run
   run_step sanitizer 60 step_sanitizer
   run_step bench 120 step_bench
@@ -431,6 +472,7 @@ run() {
       [[ -f $OUT/$f.log ]] && echo "$f: $(grep -E 'passed, .* failed' "$OUT/$f.log" | tail -1)"
     done
     [[ -f $OUT/stdlib-run.log ]] && echo "stdlib-run: $(tail -1 "$OUT/stdlib-run.log")"
+    [[ -f $OUT/torch.log ]] && grep "torch-check" "$OUT/torch.log"
     [[ -f $OUT/ranks.log ]] && { echo "ranks: $(grep 'passed, .* failed' "$OUT/ranks.log")"; grep ' processes, ' "$OUT/ranks.log"; }
     [[ -f $OUT/bench.log ]] && { echo; echo "bench (measured):"; cat "$OUT/bench.log"; }
   } >"$OUT/summary.txt"

@@ -6,9 +6,10 @@
 //     buffers in a rendezvous; the last rank to arrive runs the backend's all-ranks executor
 //     (runtime::createExecutor("cpu" | "cuda"), Executor.h) once for all of them and releases
 //     the others with the outcome (the same error on every rank);
-//   * one process per rank (unique id or MPI): runtime::DistributedSession (DistributedRun.h), cached per
-//     (plan, size, in-place, type, op) so a repeated call pays for its launch only; the rank's
-//     input is copied into its shared segment and the output back.
+//   * one process per rank (unique id or MPI): a runtime::RankSession of the communicator's
+//     backend (DistributedRun.h: the CPU's DistributedSession, CUDA's CudaRankSession), cached
+//     per (plan, size, in-place, type, op) so a repeated call pays for its launch only; the
+//     rank's input is copied into the session's shared buffer and the output back.
 // Both check that the sizes are the plan's S_in/S_out for one nccl-tests size S (Collective.h).
 //
 //===------------------------------------------------------------------------------------===//
@@ -132,9 +133,9 @@ std::shared_ptr<Communicator> Communicator::local(uint32_t worldSize, uint32_t r
 std::shared_ptr<Communicator> Communicator::adopt(std::unique_ptr<runtime::Communicator> comm, Backend backend) {
   if (!comm)
     throw Error(ErrorCode::InvalidArgument, "Communicator::adopt: null communicator");
-  if (backend != Backend::Cpu)
-    throw Error(ErrorCode::Unsupported,
-                "one process per rank runs the CPU backend here; the CUDA backend runs with Communicator::local");
+  if (!supportsOneProcessPerRank(backend))
+    throw Error(ErrorCode::Unsupported, std::string("this libmsccl has no one-process-per-rank backend \"") +
+                                            backendName(backend) + "\" (built without the CUDA executor)");
   auto impl = std::make_unique<Impl>();
   impl->worldSize = uint32_t(comm->size());
   impl->ranksPerNode = uint32_t(comm->nodeRanks().size());
@@ -194,7 +195,7 @@ InitWorldFn mpiBootstrap() {
 
 } // namespace
 
-std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
+std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv, Backend backend) {
   InitWorldFn initWorld = mpiBootstrap();
   void *raw = nullptr;
   char message[2048] = {};
@@ -210,10 +211,16 @@ std::shared_ptr<Communicator> Communicator::mpi(int *argc, char ***argv) {
     }
     throw Error(ErrorCode::Internal, std::string("Communicator::mpi: ") + message);
   }
-  return adopt(std::unique_ptr<runtime::Communicator>(static_cast<runtime::Communicator *>(raw)), Backend::Cpu);
+  return adopt(std::unique_ptr<runtime::Communicator>(static_cast<runtime::Communicator *>(raw)), backend);
 }
 
 bool Communicator::launchedByMpi() { return runtime::Communicator::launchedByMpi(); }
+
+bool Communicator::supportsOneProcessPerRank(Backend backend) {
+  runtime::registerBuiltRankBackends();
+  const std::vector<std::string> names = runtime::registeredRankBackends();
+  return std::find(names.begin(), names.end(), backendName(backend)) != names.end();
+}
 
 bool Communicator::haveUniqueIdBootstrap() { return runtime::Communicator::haveUniqueIdBootstrap(); }
 
@@ -412,15 +419,15 @@ struct Executor::Impl {
   struct Session {
     PlanPtr plan; // keeps the plan the session refers to alive
     std::tuple<const plan::Plan *, uint64_t, uint64_t, bool, plan::DataType, plan::ReduceOp> key;
-    std::unique_ptr<runtime::DistributedSession> session;
+    std::unique_ptr<runtime::RankSession> session;
   };
   std::list<Session> sessions; ///< Most recently used first; at most kMaxSessions.
 
   // Executor::abort: set from any thread; every live session's abort is called under the mutex.
   std::atomic<bool> aborted{false};
   std::mutex liveMu;
-  std::vector<runtime::DistributedSession *> live;
-  void track(runtime::DistributedSession *s, bool add) {
+  std::vector<runtime::RankSession *> live;
+  void track(runtime::RankSession *s, bool add) {
     std::lock_guard<std::mutex> lock(liveMu);
     if (add) {
       live.push_back(s);
@@ -433,7 +440,7 @@ struct Executor::Impl {
   void abortAll() {
     aborted.store(true);
     std::lock_guard<std::mutex> lock(liveMu);
-    for (runtime::DistributedSession *s : live)
+    for (runtime::RankSession *s : live)
       s->abort();
   }
   static constexpr size_t kMaxSessions = 8;
@@ -567,18 +574,18 @@ struct Executor::Impl {
   }
 
   /// AllToAllV, one process per rank: resolve with this Executor's resolver, and run the concrete
-  /// plan in a DistributedSession cached per (plan, matrix, type) (a new matrix opens a session;
+  /// plan in a RankSession cached per (plan, matrix, type) (a new matrix opens a session;
   /// every rank opens the same ones, checked by exchanging a digest of the matrix).
   struct SessionV {
     PlanPtr plan;
     std::vector<uint64_t> counts;
     plan::DataType dtype;
     std::unique_ptr<plan::Plan> concrete; // the session refers to it
-    std::unique_ptr<runtime::DistributedSession> session;
+    std::unique_ptr<runtime::RankSession> session;
   };
   std::list<SessionV> sessionsV;
 
-  void executeProcessV(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
+  void executeProcessV(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr, void *stream) {
     runtime::Communicator &rt = *comm.runtimeCommunicator();
     if (rank != rt.rank())
       throw Error(ErrorCode::InvalidArgument, "executeV: rank " + std::to_string(rank) +
@@ -623,7 +630,7 @@ struct Executor::Impl {
         track(sessionsV.back().session.get(), false);
         sessionsV.pop_back();
       }
-      s.session = std::make_unique<runtime::DistributedSession>(rt, *s.concrete, o, dist);
+      s.session = runtime::openRankSession(backendName(comm.backend()), rt, *s.concrete, o, dist);
       track(s.session.get(), true);
       sessionsV.push_front(std::move(s));
       it = sessionsV.begin();
@@ -633,10 +640,7 @@ struct Executor::Impl {
     }
     const uint64_t e = plan::dataTypeBytes(a.dtype);
     const uint64_t inBytes = m.rowSum(uint32_t(rank)) * e, outBytes = m.colSum(uint32_t(rank)) * e;
-    runtime::DistributedSession &session = *it->session;
-    session.executeNext([&](uint8_t *input) { if (inBytes) std::memcpy(input, a.send, inBytes); });
-    if (outBytes)
-      std::memcpy(a.recv, session.output(), outBytes);
+    it->session->call(a.send, inBytes, a.recv, outBytes, stream);
   }
 
   void dispatch(Communicator &comm, int rank, const CallArgs &args, const PlanPtr &plan, void *stream) {
@@ -653,9 +657,9 @@ struct Executor::Impl {
         return;
       }
       if (args.counts)
-        executeProcessV(comm, rank, args, plan);
+        executeProcessV(comm, rank, args, plan, stream);
       else
-        executeProcess(comm, rank, args, plan);
+        executeProcess(comm, rank, args, plan, stream);
     } catch (const Error &) {
       throw;
     } catch (...) {
@@ -663,7 +667,7 @@ struct Executor::Impl {
     }
   }
 
-  void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr) {
+  void executeProcess(Communicator &comm, int rank, const CallArgs &a, const PlanPtr &planPtr, void *stream) {
     runtime::Communicator &rt = *comm.runtimeCommunicator();
     if (rank != rt.rank())
       throw Error(ErrorCode::InvalidArgument, "execute: rank " + std::to_string(rank) + " called in the process of rank " +
@@ -717,7 +721,7 @@ struct Executor::Impl {
       Session s;
       s.plan = planPtr;
       s.key = key;
-      s.session = std::make_unique<runtime::DistributedSession>(rt, p, o, dist);
+      s.session = runtime::openRankSession(backendName(comm.backend()), rt, p, o, dist);
       track(s.session.get(), true);
       sessions.push_front(std::move(s));
       it = sessions.begin();
@@ -725,9 +729,7 @@ struct Executor::Impl {
       sessions.splice(sessions.begin(), sessions, it);
       it = sessions.begin();
     }
-    runtime::DistributedSession &session = *it->session;
-    session.executeNext([&](uint8_t *input) { std::memcpy(input, a.send, a.sendBytes); });
-    std::memcpy(a.recv, session.output(), a.recvBytes);
+    it->session->call(a.send, a.sendBytes, a.recv, a.recvBytes, stream);
   }
 };
 
@@ -740,6 +742,20 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)),
 Executor::~Executor() = default;
 
 void Executor::abort() { impl_->abortAll(); }
+
+void Executor::copy(void *dst, const void *src, size_t bytes) {
+  if (!bytes)
+    return;
+  try {
+    if (!impl_->backend)
+      impl_->backend = runtime::createExecutor(backendName(comm_->backend()));
+    impl_->backend->download(dst, src, bytes);
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Executor::copy");
+  }
+}
 
 void Executor::setTimeout(double seconds) {
   if (!(seconds > 0))

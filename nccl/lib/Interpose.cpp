@@ -118,11 +118,18 @@ Comm *ours(ncclComm_t comm) {
 void attachPlans(Comm &c, bool hostBuffers) {
   c.mailbox = msccl::nccl::Mailbox::create(*c.comm->runtimeCommunicator()); // null above kMaxMailboxRanks
   c.hostBuffers = hostBuffers;
-  if (hostBuffers)
+  if (hostBuffers || c.comm->backend() == msccl::Backend::Cuda)
     c.executor = std::make_unique<msccl::Executor>(c.comm);
   else
     c.noPlansWhy = "the CUDA backend with one process per rank is not in this build of libmsccl "
                    "(MSCCL_BACKEND=cpu runs plans on host buffers)";
+}
+
+msccl::Backend communicatorBackend(Backend backend) {
+  // Bootstrap and exchanges run on the host either way; plans run on CUDA where this build can.
+  return backend == Backend::Cuda && msccl::Communicator::supportsOneProcessPerRank(msccl::Backend::Cuda)
+             ? msccl::Backend::Cuda
+             : msccl::Backend::Cpu;
 }
 
 ncclComm_t realOf(ncclComm_t comm) {
@@ -301,13 +308,13 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
   void *recv = call.recv;
   if (std::strcmp(call.collective, "reduce") == 0 && c.rank != call.root) {
     // NCCL's recvbuff is the root's alone (null elsewhere is fine) and a non-root rank's buffer
-    // stays as it was: the plan's output there goes to a buffer of ours (host memory: the executor
-    // exists only with MSCCL_BACKEND=cpu). In place, the input is copied there first.
+    // stays as it was: the plan's output there goes to a buffer of ours (host memory, which the
+    // CUDA backend copies to as well). In place, the input is copied there first.
     if (c.reduceSink.size() < call.recvBytes)
       c.reduceSink.resize(call.recvBytes);
     recv = c.reduceSink.data();
     if (call.inPlace) {
-      std::memcpy(recv, call.send, call.sendBytes);
+      c.executor->copy(recv, call.send, call.sendBytes);
       send = recv;
     }
   }
@@ -315,8 +322,16 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     const msccl::PlanPtr &toRun = rootedFor(c, plan->plan, call.root);
     c.executor->execute(c.rank, send, recv, call.sendBytes, call.recvBytes, dt, ro, toRun,
                         reinterpret_cast<void *>(call.stream));
-    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == call.root))
-      applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
+    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == call.root)) {
+      if (c.hostBuffers) {
+        applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
+      } else { // device memory: scaled in a host copy (host-synchronous, as the call itself)
+        std::vector<uint8_t> host(call.recvBytes);
+        c.executor->copy(host.data(), call.recv, call.recvBytes);
+        applyAfter(po, host.data(), call.recvBytes / es, dt, c.size);
+        c.executor->copy(call.recv, host.data(), call.recvBytes);
+      }
+    }
   } catch (const msccl::Error &e) {
     // A size the plan's chunking cannot split, or a backend this build lacks: every rank finds
     // the same before running anything, so the call can still go to NCCL.
@@ -415,8 +430,7 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
   try {
     msccl::UniqueId id;
     std::memcpy(id.internal, commId.internal, sizeof id.internal);
-    // The bootstrap and exchange run on the host whatever the backend.
-    c->comm = msccl::Communicator::initRank(id, uint32_t(nranks), uint32_t(rank), msccl::Backend::Cpu);
+    c->comm = msccl::Communicator::initRank(id, uint32_t(nranks), uint32_t(rank), communicatorBackend(backend));
     msccl::runtime::Communicator *rt = c->comm->runtimeCommunicator();
     c->ranksPerNode = int(c->comm->ranksPerNode());
     // The real NCCL's id travels from rank 0 over our communicator (every rank takes part,
@@ -445,8 +459,9 @@ ncclResult_t initRank(ncclComm_t *out, int nranks, ncclUniqueId commId, int rank
   if (!error.empty())
     return failWith(nullptr, ncclInvalidUsage, "ncclCommInitRank: " + error);
   if (infoLogging())
-    logLine("rank %d of %d: communicator ready (%s backend, %d ranks per node, NCCL fallback %s)", rank, nranks,
-            backend == Backend::Cpu ? "cpu" : "cuda", c->ranksPerNode, c->real ? "ready" : "unavailable");
+    logLine("rank %d of %d: communicator ready (%s backend%s, %d ranks per node, NCCL fallback %s)", rank, nranks,
+            backend == Backend::Cpu ? "cpu" : "cuda", c->executor ? ", plans run" : ", every call to NCCL", c->ranksPerNode,
+            c->real ? "ready" : "unavailable");
   *out = reinterpret_cast<ncclComm_t>(c.release());
   return ncclSuccess;
 }

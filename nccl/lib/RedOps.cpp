@@ -66,10 +66,6 @@ bool plannedOp(Comm &c, ncclRedOp_t op, ncclDataType_t type, PlannedOp &out, std
     why = "reduction op prod has no plan executor";
     return false;
   case ncclAvg:
-    if (!c.hostBuffers) {
-      why = "ncclAvg scales the result on the host: MSCCL_BACKEND=cpu";
-      return false;
-    }
     out.after = PlannedOp::After::DivideByRanks;
     return true;
   default: break;
@@ -81,16 +77,23 @@ bool plannedOp(Comm &c, ncclRedOp_t op, ncclDataType_t type, PlannedOp &out, std
     return false;
   }
   PreMulSum &pm = it->second;
-  if (!c.hostBuffers || pm.type != type) {
-    why = !c.hostBuffers ? "a PreMulSum scales the result on the host: MSCCL_BACKEND=cpu"
-                         : "the PreMulSum was made for another element type";
+  if (pm.type != type) {
+    why = "the PreMulSum was made for another element type";
     return false;
   }
   plan::DataType dt{};
   size_t es = 0;
   dataType(pm.type, dt, es);
   const bool device = pm.residence == ncclScalarDevice;
-  const double value = device ? runtime::loadElement(pm.scalar, 0, dt) : pm.hostValue;
+  double value = pm.hostValue;
+  if (device) { // a device scalar (host memory in test mode): read through the executor's copy
+    uint8_t scalar[16] = {};
+    if (c.hostBuffers)
+      std::memcpy(scalar, pm.scalar, es);
+    else
+      c.executor->copy(scalar, pm.scalar, es);
+    value = runtime::loadElement(scalar, 0, dt);
+  }
   if (device || pm.agreed < 0) {
     lock.unlock(); // collective: every rank of the call gathers
     const bool same = sameOnEveryRank(c, value);

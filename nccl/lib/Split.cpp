@@ -90,7 +90,7 @@ MSCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
     auto sub = std::make_unique<Comm>();
     sub->rank = newRank;
     sub->size = int(members.size());
-    sub->comm = msccl::Communicator::initRank(id, uint32_t(sub->size), uint32_t(newRank), msccl::Backend::Cpu);
+    sub->comm = msccl::Communicator::initRank(id, uint32_t(sub->size), uint32_t(newRank), c->comm->backend());
     sub->ranksPerNode = int(sub->comm->ranksPerNode());
     attachPlans(*sub, c->hostBuffers);
     sub->real = realSub;

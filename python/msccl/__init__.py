@@ -12,7 +12,9 @@ customized communicator:
   WORLD_SIZE, MASTER_ADDR, MASTER_PORT; MPI when launched by mpirun), ``init_rank(get_unique_id(),
   world_size, rank)``, ``local(world_size)``;
 * ``Executor(comm).execute(send, recv, plan)`` on anything with a data pointer: NumPy arrays
-  (buffer protocol), PyTorch CPU tensors (``data_ptr()``), buffers, or int addresses with sizes;
+  (buffer protocol), PyTorch tensors (``data_ptr()``: CPU tensors, and CUDA tensors with a
+  communicator of ``backend="cuda"``, the call then waiting for ``torch.cuda.current_stream()``),
+  buffers, or int addresses with sizes;
   ``execute_local(plan, sends, recvs)`` runs every rank in this process.
 
 Errors are ``msccl.Error`` subclasses carrying the library's message: ``CompileError`` (rendered
@@ -94,14 +96,16 @@ def _from_env(backend="cpu"):
     * otherwise the unique-id bootstrap at MASTER_PORT + 1, keyed by TORCHELASTIC_RUN_ID (a warning
       says when the key derives from public data only).
     mpirun/srun: MPI (as from_mpi()). No MPI in the torchrun paths.
+    backend: "cpu" (host memory) or "cuda" (the CUDA executor with one process per rank: torch
+    CUDA tensors, the call waiting for torch's current stream).
     Raises msccl.Error when neither describes the job.
     """
-    if backend != "cpu":
-        raise ArgumentError("from_env: only the cpu backend is bootstrapped from the environment")
+    if backend not in ("cpu", "cuda"):
+        raise ArgumentError("from_env: backend must be 'cpu' or 'cuda', not %r" % (backend,))
     if all(v in _os.environ for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
         store = None if _os.environ.get("MSCCL_BOOTSTRAP_SECRET") else _launcher_store()
         if store is None:
-            return Communicator._from_environment()
+            return Communicator._from_environment(backend)
         rank, size = int(_os.environ["RANK"]), int(_os.environ["WORLD_SIZE"])
         # Every rank calls from_env the same number of times: the n-th call uses the n-th key.
         # A restarted worker group (TORCHELASTIC_RESTART_COUNT) never reads an earlier attempt's id.
@@ -113,9 +117,9 @@ def _from_env(backend="cpu"):
             store.set(key, uid)
         else:
             uid = bytes(store.get(key))
-        return Communicator.init_rank(uid, size, rank)
+        return Communicator.init_rank(uid, size, rank, backend=backend)
     if Communicator.launched_by_mpi():
-        return Communicator.from_mpi()
+        return Communicator.from_mpi(backend=backend)
     raise Error("Communicator.from_env: set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun does) "
                 "or launch with mpirun")
 

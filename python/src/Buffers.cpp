@@ -80,7 +80,7 @@ void checkBytes(HostView &v, std::optional<size_t> bytes, const char *what) {
 
 } // namespace
 
-HostView hostView(py::handle obj, bool writable, std::optional<size_t> bytes, const char *what) {
+HostView hostView(py::handle obj, bool writable, std::optional<size_t> bytes, const char *what, bool deviceMemory) {
   HostView v;
   // A raw address: an int (what `tensor.data_ptr()` or `array.ctypes.data` return).
   if (py::isinstance<py::int_>(obj) && !py::isinstance<py::bool_>(obj)) {
@@ -96,9 +96,15 @@ HostView hostView(py::handle obj, bool writable, std::optional<size_t> bytes, co
   if (py::hasattr(obj, "data_ptr") && py::hasattr(obj, "element_size") && py::hasattr(obj, "numel")) {
     if (py::hasattr(obj, "device")) {
       std::string device = py::str(obj.attr("device").attr("type"));
-      if (device != "cpu")
-        throw py::value_error(std::string(what) + ": the tensor is on device '" + device +
-                              "'; the CPU backend needs host memory (tensor.cpu())");
+      if (device != "cpu" && !(device == "cuda" && deviceMemory))
+        throw py::value_error(std::string(what) + ": the tensor is on device '" + device + "'; " +
+                              (device == "cuda" ? "this communicator's backend is cpu, which needs host memory "
+                                                  "(tensor.cpu(), or a communicator with backend='cuda')"
+                                                : "the backends take host or CUDA memory"));
+      v.device = device;
+      py::object index = obj.attr("device").attr("index");
+      if (!index.is_none())
+        v.deviceIndex = index.cast<int>();
     }
     if (py::hasattr(obj, "is_contiguous") && !obj.attr("is_contiguous")().cast<bool>())
       throw py::value_error(std::string(what) + ": the tensor is not contiguous (tensor.contiguous())");

@@ -128,9 +128,30 @@ CallReduce callReduceArgument(py::handle op) {
 }
 
 /// After an avg call: the `bytes` of `out` (host memory) divided by the plan's rank count.
-void applyAverage(const CallReduce &r, void *out, size_t bytes, msccl::plan::DataType dt, size_t ranks) {
-  if (r.average)
+/// 'avg': the sum divided by the rank count afterwards; in a host copy when the result is in
+/// device memory (the CUDA backend), as the call itself is host-synchronous.
+void applyAverage(const CallReduce &r, void *out, size_t bytes, msccl::plan::DataType dt, size_t ranks,
+                  msccl::Executor &ex, bool deviceMemory) {
+  if (!r.average)
+    return;
+  if (!deviceMemory) {
     msccl::runtime::divideElements(out, bytes / msccl::plan::dataTypeBytes(dt), dt, uint32_t(ranks));
+    return;
+  }
+  std::vector<uint8_t> host(bytes);
+  ex.copy(host.data(), out, bytes);
+  msccl::runtime::divideElements(host.data(), bytes / msccl::plan::dataTypeBytes(dt), dt, uint32_t(ranks));
+  ex.copy(out, host.data(), bytes);
+}
+
+/// The stream a call on CUDA tensors waits for when none is given: torch's current stream of
+/// the tensor's device (as ProcessGroupNCCL and MSCCL++'s CustomizedComm use it).
+uintptr_t currentTorchStream(const msccl::python::HostView &v) {
+  if (v.device != "cuda")
+    return 0;
+  py::object cuda = py::module_::import("torch").attr("cuda");
+  py::object stream = v.deviceIndex >= 0 ? cuda.attr("current_stream")(v.deviceIndex) : cuda.attr("current_stream")();
+  return stream.attr("cuda_stream").cast<uintptr_t>();
 }
 
 msccl::plan::ReduceOp reduceOpArgument(py::handle op) {
@@ -384,8 +405,11 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
                 std::optional<int> rank, std::optional<size_t> sendBytes, std::optional<size_t> recvBytes,
                 uintptr_t stream, py::object counts) {
   msccl::PlanPtr p = planArgument(plan);
-  HostView in = msccl::python::hostView(send, false, sendBytes, "send");
-  HostView out = msccl::python::hostView(recv, true, recvBytes, "recv");
+  const bool device = ex.comm->backend() == msccl::Backend::Cuda;
+  HostView in = msccl::python::hostView(send, false, sendBytes, "send", device);
+  HostView out = msccl::python::hostView(recv, true, recvBytes, "recv", device);
+  if (!stream)
+    stream = currentTorchStream(in.device == "cuda" ? in : out);
   msccl::plan::DataType dt = resolveDtype(dtype, {&in, &out});
   const CallReduce cr = callReduceArgument(op);
   int r = rank ? *rank : ex.comm->rank();
@@ -399,7 +423,7 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
   }
   py::gil_scoped_release release;
   ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, cr.op, p, reinterpret_cast<void *>(stream));
-  applyAverage(cr, out.ptr, out.bytes, dt, p->gpus.size());
+  applyAverage(cr, out.ptr, out.bytes, dt, p->gpus.size(), *ex.executor, device);
 }
 
 // Every rank of `plan` in this process: a local communicator, one thread per rank.
@@ -430,7 +454,7 @@ void executeLocal(PlanHolder plan, py::sequence sends, py::sequence recvs, py::o
     threads.emplace_back([&, r] {
       try {
         executor.execute(int(r), in[r].ptr, out[r].ptr, in[r].bytes, out[r].bytes, dt, cr.op, p);
-        applyAverage(cr, out[r].ptr, out[r].bytes, dt, ranks);
+        applyAverage(cr, out[r].ptr, out[r].bytes, dt, ranks, executor, false);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -687,17 +711,20 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
 The ranks of a job (mirrors mscclpp.Communicator). One process per rank: from_mpi(),
 init_rank(unique_id, world_size, rank), from_env() (torchrun's variables); or every rank in this
 process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_RANKS_PER_NODE.)doc")
-      .def_static("from_mpi", [] {
+      .def_static("from_mpi", [](const std::string &backend) {
         bool foreign = mpiAlreadyInitialised();
+        msccl::Backend b = backendArgument(backend);
         auto c = std::make_shared<PyCommunicator>();
         {
           py::gil_scoped_release release;
-          c->comm = msccl::Communicator::mpi();
+          c->comm = msccl::Communicator::mpi(nullptr, nullptr, b);
         }
         if (foreign)
           keptForever().push_back(c->comm);
         return c;
-      }, "MPI_COMM_WORLD's communicator (initialises MPI unless mpi4py or another owner did).")
+      }, py::kw_only(), py::arg("backend") = "cpu",
+         "MPI_COMM_WORLD's communicator (initialises MPI unless mpi4py or another owner did). backend='cuda': "
+         "plans run by the CUDA executor, one process per rank, on device memory (torch CUDA tensors).")
       .def_static("init_rank", [](py::bytes uid, uint32_t worldSize, uint32_t rank, const std::string &backend) {
         std::string s = uid;
         msccl::UniqueId id;
@@ -712,12 +739,13 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
         return c;
       }, py::arg("unique_id"), py::arg("world_size"), py::arg("rank"), py::kw_only(), py::arg("backend") = "cpu",
          "Join the job of a unique id as `rank` of `world_size` (collective; as ncclCommInitRank).")
-      .def_static("_from_environment", [] {
+      .def_static("_from_environment", [](const std::string &backend) {
+        msccl::Backend b = backendArgument(backend);
         auto c = std::make_shared<PyCommunicator>();
         py::gil_scoped_release release;
-        c->comm = msccl::Communicator::fromEnvironment();
+        c->comm = msccl::Communicator::fromEnvironment(b);
         return c;
-      })
+      }, py::arg("backend") = "cpu")
       .def_static("local", [](uint32_t worldSize, uint32_t ranksPerNode, const std::string &backend) {
         auto c = std::make_shared<PyCommunicator>();
         c->comm = msccl::Communicator::local(worldSize, ranksPerNode, backendArgument(backend));

@@ -8,7 +8,12 @@ passed (AllReduce/AllGather/ReduceScatter/AlltoAll through plans), MSCCL_DEBUG n
 each planned call and a reason for each fallback, the planned calls never reached the stand-in,
 every unplanned call reached it with its arguments (each "expect:" line of the client is in the
 stand-in's log), and every rank's NCCL communicator was made from the one id rank 0 got from
-the stand-in."""
+the stand-in.
+
+With --backend cuda-host the same run takes the shim's CUDA path (MSCCL_BACKEND=cuda, plans run
+by the CUDA executor with one process per rank, CudaRankSession) on the host implementation of
+the device layer (MSCCL_CUDA_DEVICE=host), and every rank must say its communicator runs plans on
+the cuda backend."""
 import argparse, os, re, shutil, subprocess, sys, tempfile
 
 def main():
@@ -19,6 +24,7 @@ def main():
     ap.add_argument("--preload", required=True)
     ap.add_argument("--standin", required=True)
     ap.add_argument("--stdlib", required=True)
+    ap.add_argument("--backend", choices=["cpu", "cuda-host"], default="cpu")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="nccl-case-")
     plans = os.path.join(tmp, "plans")
@@ -40,12 +46,12 @@ def main():
         subprocess.run([a.mscclc, "stdlib:" + algo, "-o", out, "-D", "ranks=4", "-D", "inplace=false"], check=True)
     log = os.path.join(tmp, "standin.log")
     env = dict(os.environ)
-    env.update(MSCCL_BACKEND="cpu", MSCCL_PLANS=plans, MSCCL_NCCL_LIB_PATH=a.standin, MSCCL_DEBUG="INFO",
+    env.update(MSCCL_BACKEND="cpu" if a.backend == "cpu" else "cuda", MSCCL_CUDA_DEVICE="host", MSCCL_PLANS=plans, MSCCL_NCCL_LIB_PATH=a.standin, MSCCL_DEBUG="INFO",
                STANDIN_NCCL_LOG=log, MSCCL_CACHE_DIR=os.path.join(tmp, "cache"),
                MSCCL_PLANS_DEFINES="ranks=4,inplace=false", MSCCL_STDLIB_PATH=a.stdlib)
     cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
     for k in ["LD_PRELOAD", "MSCCL_BACKEND", "MSCCL_PLANS", "MSCCL_NCCL_LIB_PATH", "MSCCL_DEBUG", "STANDIN_NCCL_LOG",
-              "MSCCL_CACHE_DIR", "MSCCL_PLANS_DEFINES", "MSCCL_STDLIB_PATH"]:
+              "MSCCL_CACHE_DIR", "MSCCL_PLANS_DEFINES", "MSCCL_STDLIB_PATH", "MSCCL_CUDA_DEVICE"]:
         cmd += ["-x", k]
     env["LD_PRELOAD"] = a.preload
     cmd.append(a.client)
@@ -82,7 +88,10 @@ def main():
     inits = [re.search(r"id=(\w+)", s).group(1) for s in standin if s.startswith("ncclCommInitRank")]
     if len(ids) != 1 or len(inits) != 4 or set(inits) != set(ids):
         problems.append("NCCL's communicators were not all made from rank 0's NCCL id: %s / %s" % (ids, inits))
+    want = "cpu backend, plans run" if a.backend == "cpu" else "cuda backend, plans run"
     for rank in range(4):
+        if not re.search(r"MSCCL INFO rank %d of 4: communicator ready \(%s" % (rank, want), p.stderr):
+            problems.append("rank %d's communicator does not say \"%s\"" % (rank, want))
         for algo in ["allreduce", "allgather", "reducescatter", "alltoall"]:
             if not re.search(r"MSCCL INFO rank %d: nccl\w+ \d+ bytes float32: plan \S*%s" % (rank, algo), p.stderr,
                              re.IGNORECASE):

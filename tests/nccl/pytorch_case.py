@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--installed", action="store_true",
                     help="give the plans as the installed directory (MSCCL_INSTALLED_PLANS, with an index, as "
                          "msccl-tune --install writes it) instead of MSCCL_PLANS")
+    ap.add_argument("--backend", choices=["cpu", "cuda-host"], default="cpu",
+                    help="cuda-host: the shim's CUDA path (MSCCL_BACKEND=cuda, one CudaRankSession per rank) on "
+                         "the host implementation of the device layer (MSCCL_CUDA_DEVICE=host)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="nccl-pytorch-")
     plans = os.path.join(tmp, "plans")
@@ -58,7 +61,7 @@ def main():
             cmd += ["-D", d]
         subprocess.run(cmd, check=True)
     env = dict(os.environ)
-    env.update(MSCCL_BACKEND="cpu", MSCCL_DEBUG="INFO",
+    env.update(MSCCL_BACKEND="cpu" if a.backend == "cpu" else "cuda", MSCCL_CUDA_DEVICE="host", MSCCL_DEBUG="INFO",
                MSCCL_NCCL_LIB_PATH=os.path.join(tmp, "no-such-libnccl.so.2"), MSCCL_TIMEOUT="60")
     plans_var = "MSCCL_INSTALLED_PLANS" if a.installed else "MSCCL_PLANS"
     env.pop("MSCCL_PLANS", None)
@@ -67,7 +70,8 @@ def main():
         with open(os.path.join(plans, "msccl-plans.json"), "w") as f:
             json.dump({"plans": [{"file": name} for _, _, name in PLANS]}, f)
     cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4"]
-    for k in ["LD_PRELOAD", "MSCCL_BACKEND", plans_var, "MSCCL_DEBUG", "MSCCL_NCCL_LIB_PATH", "MSCCL_TIMEOUT"]:
+    for k in ["LD_PRELOAD", "MSCCL_BACKEND", plans_var, "MSCCL_DEBUG", "MSCCL_NCCL_LIB_PATH", "MSCCL_TIMEOUT",
+              "MSCCL_CUDA_DEVICE"]:
         cmd += ["-x", k]
     env["LD_PRELOAD"] = a.preload
     p = subprocess.run(cmd + [a.client], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -88,6 +92,9 @@ def main():
             count = counts[rank]
             if got != count:
                 problems.append("rank %d: %d line(s) of `%s`, expected %d" % (rank, got, pattern, count))
+    want = "cpu backend, plans run" if a.backend == "cpu" else "cuda backend, plans run"
+    if len(re.findall(r"MSCCL INFO rank \d of 4: communicator ready \(" + want, p.stderr)) != 4:
+        problems.append("not every rank's communicator says \"%s\"" % want)
     if a.installed and "installed by msccl-tune --install; MSCCL_PLANS is not set" not in p.stderr:
         problems.append("the installed plans were not loaded (or not said so)")
     fallbacks = re.findall(r"MSCCL INFO rank \d: \S+ .*: NCCL \(.*", p.stderr)

@@ -309,12 +309,13 @@ public:
   static std::shared_ptr<Communicator> local(uint32_t worldSize, uint32_t ranksPerNode = 0,
                                              Backend backend = Backend::Cpu);
   /// One process per rank, started by mpirun/srun: initialises MPI (runtime/Communicator.h;
-  /// MSCCL_RANKS_PER_NODE honoured). CPU backend. libmsccl.so itself links no MPI: the first
+  /// MSCCL_RANKS_PER_NODE honoured). libmsccl.so itself links no MPI: the first
   /// call loads the MPI bootstrap plugin libmsccl_bootstrap_mpi.so (from MSCCL_MPI_BOOTSTRAP_LIB,
   /// else beside libmsccl.so, else the loader's path). Throws Error(Unsupported) when the build
   /// has no MPI or the plugin cannot be loaded (the message says which file and why),
   /// Error(Backend) on an MPI failure.
-  static std::shared_ptr<Communicator> mpi(int *argc = nullptr, char ***argv = nullptr);
+  /// `backend`: as adopt's (Cuda: the CUDA executor with one process per rank).
+  static std::shared_ptr<Communicator> mpi(int *argc = nullptr, char ***argv = nullptr, Backend backend = Backend::Cpu);
   /// True when an MPI launcher (mpirun, srun) started this process (its environment; MPI is
   /// not initialised).
   static bool launchedByMpi();
@@ -330,9 +331,16 @@ public:
   /// One process per rank from torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
   /// MASTER_PORT; runtime::Communicator::initFromEnvironment): no MPI. Errors as initRank.
   static std::shared_ptr<Communicator> fromEnvironment(Backend backend = Backend::Cpu);
-  /// Adopt a runtime communicator (one process per rank) made elsewhere.
+  /// Adopt a runtime communicator (one process per rank) made elsewhere. Backend::Cuda runs
+  /// each rank's plans with the CUDA executor in its own process (cuda::CudaRankSession: peers'
+  /// memory mapped by CUDA IPC; MSCCL_CUDA_DEVICE=host runs the same code on the host
+  /// implementation of the device layer, for tests). Throws Error(Unsupported) when this build
+  /// has no such backend (see supportsOneProcessPerRank).
   static std::shared_ptr<Communicator> adopt(std::unique_ptr<runtime::Communicator> comm,
                                              Backend backend = Backend::Cpu);
+  /// Whether this build runs `backend` with one process per rank (Cpu: always; Cuda: when built
+  /// with the CUDA executor).
+  static bool supportsOneProcessPerRank(Backend backend);
 
   ~Communicator();
   Communicator(const Communicator &) = delete;
@@ -385,6 +393,12 @@ public:
   /// channel between nodes), InvalidSize, Deadlock, Misuse, Unsupported, Backend.
   void execute(int rank, const void *send, void *recv, size_t sendBytes, size_t recvBytes, plan::DataType dtype,
                plan::ReduceOp redop, const PlanPtr &plan, void *stream = nullptr);
+
+  /// Copies `bytes` between buffers of this Executor's backend and host memory, in any direction
+  /// (CPU: memmove; CUDA: cudaMemcpy with cudaMemcpyDefault), returning when they have landed:
+  /// for callers that post-process a result on the host (the NCCL shim's ncclAvg and PreMulSum).
+  /// Throws Error(Backend) on a CUDA error, Error(Unsupported) without the backend.
+  void copy(void *dst, const void *src, size_t bytes);
 
   /// AllToAllV: run a plan with variable_sizes (docs/spec/plan-format.md §10.8, e.g.
   /// stdlib:alltoallv/allpairs) for `rank` with the count matrix of this call.

@@ -30,6 +30,11 @@ using runtime::ErrorKind;
 using runtime::ExecutionError;
 using namespace detail;
 
+bool hostDeviceRequested() {
+  const char *d = std::getenv("MSCCL_CUDA_DEVICE");
+  return d && std::string_view(d) == "host";
+}
+
 bool cudaUsable(std::string *why) {
   try {
     makeCudaDeviceApi();
@@ -52,6 +57,7 @@ struct Staging {
 class CudaExecutor final : public runtime::Executor {
 public:
   explicit CudaExecutor(const CudaOptions &o) : options_(o) {
+    if (hostDeviceRequested()) options_.device = DeviceKind::Host;
     if (options_.device == DeviceKind::Host) {
       HostDeviceOptions h;
       h.deviceCount = options_.hostDevices;

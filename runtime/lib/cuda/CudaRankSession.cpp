@@ -15,6 +15,7 @@
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/PlanValidate.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -121,7 +122,7 @@ struct CudaRankSession::Impl {
 
   /// This rank's device, lowering, context and shareable memory; fills `mine`.
   void openLocal(const CudaRankOptions &cuda, SharedRegions &mine) {
-    if (cuda.device == DeviceKind::Host) {
+    if (cuda.device == DeviceKind::Host || hostDeviceRequested()) {
       HostDeviceOptions h;
       h.deviceCount = int(comm.nodeRanks().size()); // one emulated device per rank of the node
       h.threadsPerBlock = cuda.hostThreadsPerBlock;
@@ -245,7 +246,12 @@ struct CudaRankSession::Impl {
                   ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
       api->synchronize(g.device, g.stream);
       diags = abandonedWaits(*ctx, timeoutSeconds);
-      if (!diags.empty()) outcome = TimedOut;
+      if (aborted.load()) {
+        outcome = Failed;
+        backendError = "the call was aborted (CudaRankSession::abort, ncclCommAbort)";
+      } else if (!diags.empty()) {
+        outcome = TimedOut;
+      }
     } catch (const ExecutionError &e) {
       backendError = e.what();
       outcome = Failed;
@@ -263,7 +269,8 @@ struct CudaRankSession::Impl {
                            "rank " + std::to_string(me) + ": launch " + std::to_string(launch) +
                                " was abandoned because a device-side wait timed out",
                            diags);
-    if (outcome == Failed) throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(me) + ": " + backendError);
+    if (outcome == Failed)
+      throw ExecutionError(aborted.load() ? ErrorKind::Misuse : ErrorKind::Backend, "rank " + std::to_string(me) + ": " + backendError);
     throw ExecutionError(worst == TimedOut ? ErrorKind::Deadlock : ErrorKind::Misuse,
                          "rank " + std::to_string(me) + ": finished launch " + std::to_string(launch) + ", but another rank " +
                              (worst == TimedOut ? "timed out" : "failed") + " (see its report)");
@@ -289,6 +296,52 @@ struct CudaRankSession::Impl {
     return comm.allReduceMax(secs);
   }
 
+  std::atomic<bool> aborted{false};
+
+  /// RankSession::call: copy in, one launch, copy out; no round of the communicator (a call
+  /// must not hang on the host where ncclCommAbort cannot reach it): as in DistributedSession,
+  /// the plans' own handshakes order a peer's next launch after this rank's copies (the verifier
+  /// proves launches back to back), and a failure is this rank's own: it throws here and stops
+  /// the communicator; its peers' waits for it time out or are aborted on their side.
+  void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
+    if (sendBytes > rep.sizes.inputBytes || recvBytes > rep.sizes.outputBytes)
+      throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
+                                                  " bytes for a session of " + std::to_string(rep.sizes.inputBytes) + "/" +
+                                                  std::to_string(rep.sizes.outputBytes));
+    if (aborted.load()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": this session was aborted");
+    if (!comm.stopped().empty()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": not run: " + comm.stopped());
+    api->synchronizeCallerStream(stream);
+    if (sendBytes) api->copy(input, send, sendBytes);
+    advanceFlag(*ctx);
+    const uint64_t launch = ++launches;
+    GpuState &g = ctx->gpus.at(0);
+    const uint64_t timeoutNs = timeoutSeconds > 0 ? uint64_t(timeoutSeconds * 1e9) : 0;
+    api->launch(g.device, launchRecord(*ctx, g, options.packetType, options.dataType, timeoutNs), g.numBlocks,
+                ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
+    api->synchronize(g.device, g.stream);
+    const std::vector<std::string> diags = abandonedWaits(*ctx, timeoutSeconds);
+    if (aborted.load() || !diags.empty()) {
+      ctx->abandoned = true;
+      comm.setStopped("rank " + std::to_string(me) + " stopped in call " + std::to_string(launch));
+      if (aborted.load())
+        throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
+                                                    " was aborted (ncclCommAbort, CudaRankSession::abort)");
+      throw ExecutionError(ErrorKind::Deadlock,
+                           "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
+                               " was abandoned because a device-side wait timed out",
+                           diags);
+    }
+    if (recvBytes) api->copy(recv, output, recvBytes);
+  }
+
+  void abort() {
+    aborted.store(true);
+    DevAbort a{};
+    a.aborted = 1;
+    a.rank = me;
+    for (GpuState &g : ctx->gpus) api->copy(g.abort, &a, sizeof a); // every wait of the launch gives up
+  }
+
   ~Impl() {
     // Peers may still map this rank's memory: nobody frees before every rank is done.
     if (ctx && comm.stopped().empty()) comm.barrierUntil(runtime::monotonicSeconds() + timeoutSeconds + 2);
@@ -304,6 +357,10 @@ double CudaRankSession::execute(const std::function<void(uint8_t *)> &fill, unsi
   return impl_->execute(fill, warmup, iterations);
 }
 const uint8_t *CudaRankSession::output() const { return impl_->hostOut.data(); }
+void CudaRankSession::call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
+  impl_->call(send, sendBytes, recv, recvBytes, stream);
+}
+void CudaRankSession::abort() { impl_->abort(); }
 
 } // namespace msccl::cuda
 

@@ -784,6 +784,17 @@ double DistributedSession::execute(const std::function<void(uint8_t *input)> &fi
   return impl_->execute(fill, warmup, iterations);
 }
 void DistributedSession::executeNext(const std::function<void(uint8_t *input)> &fill) { impl_->executeNext(fill); }
+void DistributedSession::call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *) {
+  const MessageSizes &ms = impl_->rep.sizes;
+  if (sendBytes > ms.inputBytes || recvBytes > ms.outputBytes)
+    throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
+                                                " bytes for a session of " + std::to_string(ms.inputBytes) + "/" +
+                                                std::to_string(ms.outputBytes));
+  impl_->executeNext([&](uint8_t *input) {
+    if (sendBytes) std::memcpy(input, send, sendBytes);
+  });
+  if (recvBytes) std::memcpy(recv, output(), recvBytes);
+}
 void DistributedSession::abort() { __atomic_store_n(impl_->abortWord, uint64_t(1), __ATOMIC_RELEASE); }
 const uint8_t *DistributedSession::output() const { return impl_->m.ranks[impl_->me].output; }
 

@@ -59,6 +59,12 @@ struct CudaOptions {
   double waitTimeoutSeconds = 30;
 };
 
+/// MSCCL_CUDA_DEVICE=host: every CUDA executor made afterwards (makeCudaExecutor, the
+/// one-process-per-rank CudaRankSession) runs on the host implementation of the device layer,
+/// whatever its options say: how the applications' CUDA paths (libmsccl, Python, the NCCL shim)
+/// are tested on machines without a GPU.
+bool hostDeviceRequested();
+
 /// Whether a CUDA device and driver are usable; otherwise `why` (if given) gets the reason.
 bool cudaUsable(std::string *why = nullptr);
 

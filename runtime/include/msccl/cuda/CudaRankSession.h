@@ -64,6 +64,14 @@ public:
   const runtime::RunReport &start() const override;
   double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations) override;
   const uint8_t *output() const override;
+  /// Waits for the caller's stream, copies `send` in (cudaMemcpyDefault: device or host memory),
+  /// one launch, copies the output to `recv`; returns when `recv` holds the result. No round of
+  /// the communicator: the plans' handshakes order peers' launches (as DistributedSession's
+  /// executeNext); a timed-out or aborted launch throws on this rank and stops the communicator.
+  void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) override;
+  /// Marks every wait of the launch in progress as given up (the kernel ends; the call throws
+  /// Misuse) and refuses later calls.
+  void abort() override;
 
   struct Impl;
 

@@ -59,6 +59,19 @@ public:
   virtual double execute(const std::function<void(uint8_t *input)> &fill, unsigned warmup, unsigned iterations) = 0;
   /// This rank's output after execute (S_out bytes, host memory), valid until the next execute.
   virtual const uint8_t *output() const = 0;
+  /// One application call (libmsccl's Executor, the NCCL shim): `sendBytes` (<= S_in) input
+  /// bytes from `send`, the next launch, `recvBytes` (<= S_out) output bytes to `recv` (fewer
+  /// than S_in/S_out: an AllToAllV rank's own row and column of a padded plan). The buffers are the
+  /// backend's memory (host memory for "cpu"; device or host memory for the CUDA backends,
+  /// copied with cudaMemcpyDefault); they may alias as the in-place conventions say. On CUDA
+  /// the call first waits for the caller's `stream` (cudaStream_t; null: the legacy default
+  /// stream) and returns when `recv` holds the result (host-synchronous). Not a collective round
+  /// per se, but every rank makes the same calls in the same order. Errors as execute's; after a
+  /// failed call the session (and its communicator) refuse later calls.
+  virtual void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) = 0;
+  /// Stop this rank's call in progress from any thread (it throws ExecutionError(Misuse) or
+  /// Deadlock soon after) and refuse later ones; local: no other rank is told (ncclCommAbort).
+  virtual void abort() = 0;
 };
 
 /// Opens `plan` at options.size for this process's rank (collective; throws what the session's
@@ -115,10 +128,12 @@ public:
   /// refuses its next call (Misuse) and the communicator is stopped. Use one of execute and
   /// executeNext per session.
   void executeNext(const std::function<void(uint8_t *input)> &fill);
+  /// executeNext with `send` copied in and the output copied to `recv` (host memory).
+  void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) override;
   /// Stop this rank's launch in progress (from any thread; it throws ExecutionError(Misuse)
   /// within one round of its threadblocks) and refuse later ones: sets this rank's own abort
   /// word. Local: no other rank is told, nothing is freed (NCCL's ncclCommAbort of a stuck call).
-  void abort();
+  void abort() override;
   /// This rank's output (S_out bytes), valid until the next execute.
   const uint8_t *output() const override;
 

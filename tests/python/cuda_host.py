@@ -1,0 +1,89 @@
+"""python.cuda-host: the Python module's CUDA path with one process per rank, run under
+`mpirun -np 2` on the host implementation of the device layer (MSCCL_CUDA_DEVICE=host), as
+it runs on GPUs with torch CUDA tensors:
+
+* Communicator.from_mpi(backend="cuda") runs plans with the CUDA executor in each process
+  (CudaRankSession; its buffers and its peers' mapped from POSIX shared memory here, by CUDA IPC
+  on a GPU);
+* NumPy arrays (host memory, which the host device addresses) and a CUDA-tensor look-alike
+  (device.type == "cuda", data_ptr()) are accepted; the look-alike passes an explicit stream
+  (torch.cuda.current_stream() needs a CUDA torch);
+* sum (out of place, and in place with LL packets) and avg (divided in a host copy of the device
+  result) are checked element by element;
+* a CPU-backend communicator refuses the CUDA tensor, naming backend='cuda'.
+Prints "PASS" on each rank; exits non-zero on any mismatch.
+"""
+import os
+import sys
+
+import numpy as np
+
+import msccl
+
+
+class FakeCudaTensor:
+    """What hostView reads of a torch CUDA tensor; the memory is a NumPy array's."""
+
+    class _Device:
+        type = "cuda"
+        index = None
+
+    def __init__(self, array):
+        self.array = array
+        self.device = FakeCudaTensor._Device()
+        self.dtype = "torch.float32"
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+    def element_size(self):
+        return self.array.itemsize
+
+    def numel(self):
+        return self.array.size
+
+    def is_contiguous(self):
+        return True
+
+
+def main():
+    comm = msccl.Communicator.from_mpi(backend="cuda")
+    rank, n = comm.rank, comm.world_size
+    assert comm.backend == "cuda", comm.backend
+    plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": n, "inplace": False})
+    ex = msccl.Executor(comm)
+    count = 4099  # not a multiple of the plan's chunks: uneven chunks on the device code too
+    send = (np.arange(count, dtype=np.float32) % 97) * (rank + 1)
+    expect_sum = (np.arange(count, dtype=np.float32) % 97) * sum(r + 1 for r in range(n))
+    problems = []
+    recv = np.zeros(count, dtype=np.float32)
+    ex.execute(send, recv, plan)
+    if not np.array_equal(recv, expect_sum):
+        problems.append("sum: first difference at %d" % int(np.argmax(recv != expect_sum)))
+    recv_t = FakeCudaTensor(np.zeros(count, dtype=np.float32))
+    ex.execute(FakeCudaTensor(send), recv_t, plan, op="avg", stream=1)
+    if not np.allclose(recv_t.array, expect_sum / n):
+        problems.append("avg on the CUDA tensor look-alike: first difference at %d" %
+                        int(np.argmax(~np.isclose(recv_t.array, expect_sum / n))))
+    packets = msccl.compile("stdlib:allreduce/allpairs_packet", defines={"ranks": n, "inplace": True})
+    inplace = send[:4096].copy()
+    ex.execute(inplace, inplace, packets)  # in place, LL packets between the processes
+    if not np.array_equal(inplace, expect_sum[:4096]):
+        problems.append("in-place LL all-pairs: first difference at %d" % int(np.argmax(inplace != expect_sum[:4096])))
+    if rank == 0:
+        cpu = msccl.Executor(msccl.Communicator.local(n))
+        try:
+            cpu.execute(FakeCudaTensor(send), recv, plan, rank=0)
+            problems.append("a CPU-backend communicator took a CUDA tensor")
+        except ValueError as e:
+            if "backend='cuda'" not in str(e):
+                problems.append("the refusal does not name backend='cuda': %s" % e)
+    for p in problems:
+        print("FAIL: rank %d: %s" % (rank, p))
+    print("PASS" if not problems else "FAIL", "rank", rank)
+    sys.stdout.flush()
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
