@@ -5,8 +5,9 @@ with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; every rank uses GPU 0 (the mach
 the real NCCL cannot make its communicator (one GPU, several ranks) and the shim says so once and
 runs the calls its plans take (MSCCL_BACKEND=cuda: CudaRankSession, CUDA IPC between processes).
 
-Checks each result against torch's own, computed on the CPU: all_reduce in place (float32 and
-float16, counts the chunks divide and one they do not), all_gather_into_tensor and
+Checks each result against torch's own, computed on the CPU: all_reduce in place (float32
+exactly; float16 within one rounding per addition, as the order of additions differs; counts the
+chunks divide and one they do not), all_gather_into_tensor and
 reduce_scatter_tensor; then times 20 all_reduce calls of 8 KiB and 1 MiB (measured: the processes'
 kernels share one GPU by time slices). Prints "torch-check rank R: PASS ..." or FAIL lines.
 """
@@ -30,7 +31,11 @@ def main():
         dist.all_reduce(x)
         torch.cuda.synchronize()
         expected = sum((base * (r + 1)).to(dtype).to(torch.float32) for r in range(n)).to(dtype)
-        if not torch.equal(x.cpu(), expected):
+        # float16 sums depend on the order of the additions (the ring's differs from torch's):
+        # within one rounding per addition; float32 sums of these integers are exact.
+        same = torch.equal(x.cpu(), expected) if dtype == torch.float32 else \
+            torch.allclose(x.cpu().float(), expected.float(), rtol=(n - 1) * 2.0 ** -10, atol=0)
+        if not same:
             bad = int((x.cpu() != expected).nonzero()[0])
             problems.append("all_reduce %d x %s: element %d is %s, torch says %s" %
                             (count, dtype, bad, x.cpu()[bad].item(), expected[bad].item()))
