@@ -25,6 +25,7 @@ Allocations::~Allocations() {
     case Kind::HostMapped: api_.releaseHostMapped(it->ptr); break;
     case Kind::Shareable: api_.releaseShareable(it->dev, it->ptr); break;
     case Kind::Imported: api_.closeImported(it->dev, it->ptr, it->bytes); break;
+    case Kind::SharedHost: api_.releaseShareableHostMapped(it->ptr); break;
     }
 }
 
@@ -43,6 +44,18 @@ void *Allocations::shareable(int dev, size_t bytes) {
 void *Allocations::imported(int dev, const std::vector<uint8_t> &handle, size_t bytes) {
   void *p = api_.importMemory(dev, handle, bytes);
   blocks_.push_back({dev, p, Kind::Imported, bytes});
+  return p;
+}
+
+void *Allocations::shareableHostMapped(size_t bytes) {
+  void *p = api_.allocateShareableHostMapped(bytes);
+  blocks_.push_back({0, p, Kind::SharedHost, bytes});
+  return p;
+}
+
+void *Allocations::importedHostMapped(const std::vector<uint8_t> &handle, size_t bytes) {
+  void *p = api_.importHostMapped(handle, bytes);
+  blocks_.push_back({0, p, Kind::SharedHost, bytes});
   return p;
 }
 
@@ -75,7 +88,8 @@ Context::~Context() {
     api.destroyStream(g.device, g.stream);
     api.destroyEvent(g.device, g.done);
   }
-  for (ProxyRank &p : proxyRanks) api.destroyStream(p.device, p.stream);
+  for (ProxyRank &p : proxyRanks)
+    if (p.stream) api.destroyStream(p.device, p.stream);
 }
 
 namespace {
@@ -135,7 +149,9 @@ void allocateRank(Context &c, const plan::Plan &plan, size_t r, bool shareable) 
   s.memoryInbound = static_cast<uint64_t *>(shared(sizeof(uint64_t) * std::max<size_t>(1, L.numMemoryChannels)));
   s.memoryExpected = A.deviceArray<uint64_t>(d, L.numMemoryChannels);
   s.sink = A.deviceArray<uint64_t>(d, 1);
-  s.portInbound = static_cast<uint64_t *>(A.hostMapped(sizeof(uint64_t) * (L.numPortChannels + 1)));
+  // The peers' proxies add to these: shareable host memory when they are other processes.
+  const size_t portInboundBytes = sizeof(uint64_t) * (L.numPortChannels + 1);
+  s.portInbound = static_cast<uint64_t *>(shareable ? A.shareableHostMapped(portInboundBytes) : A.hostMapped(portInboundBytes));
   s.portExpected = A.deviceArray<uint64_t>(d, L.numPortChannels);
   if (L.numPortChannels) {
     c.usesPort = true;
@@ -149,13 +165,14 @@ void allocateRank(Context &c, const plan::Plan &plan, size_t r, bool shareable) 
   toDevice(s.remoteTypes, types);
 }
 
-/// The port proxy's table: one entry per rank (host views; UVA makes host and device views of
-/// mapped memory equal).
-void setupProxy(Context &c) {
+} // namespace
+
+void setupPortProxy(Context &c) {
   const size_t nr = c.ranks.size();
   c.proxyRanks.resize(nr);
   for (size_t r = 0; r < nr; ++r) {
     RankState &s = c.ranks[r];
+    if (!s.local) continue; // served by its own process's proxy
     ProxyRank &p = c.proxyRanks[r];
     p.device = s.device;
     p.stream = c.api.createStream(s.device);
@@ -168,6 +185,8 @@ void setupProxy(Context &c) {
                                                                     : s.portInbound + s.lowered.numPortChannels);
   }
 }
+
+namespace {
 
 /// Local ranks grouped by device, one launch each; refuses a GPU whose threadblocks cannot be
 /// co-resident.
@@ -233,12 +252,10 @@ std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, st
     }
     if (s.local) allocateRank(c, plan, r, local != nullptr);
   }
-  if (local && c.usesPort)
-    throw ExecutionError(ErrorKind::Unsupported,
-                         "cuda: port channels between processes are not implemented yet (the proxy reaches only ranks of "
-                         "its own process); run this plan with all ranks in one process (msccl-run without mpirun)");
-  if (!local) wireChannels(c);
-  if (c.usesPort) setupProxy(c);
+  if (!local) {
+    wireChannels(c);
+    if (c.usesPort) setupPortProxy(c);
+  }
   groupByDevice(c, plan);
   return ctx;
 }

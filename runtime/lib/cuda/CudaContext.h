@@ -39,10 +39,13 @@ public:
   void *shareable(int dev, size_t bytes);   ///< DeviceApi::allocateShareable
   /// Another process's shareable memory mapped for `dev` (DeviceApi::importMemory); closed first.
   void *imported(int dev, const std::vector<uint8_t> &handle, size_t bytes);
+  void *shareableHostMapped(size_t bytes); ///< DeviceApi::allocateShareableHostMapped
+  /// Another process's shareable host-mapped memory, for this process's host threads.
+  void *importedHostMapped(const std::vector<uint8_t> &handle, size_t bytes);
   template <class T> T *deviceArray(int dev, size_t n) { return static_cast<T *>(device(dev, n ? n * sizeof(T) : sizeof(T))); }
 
 private:
-  enum class Kind { Device, HostMapped, Shareable, Imported };
+  enum class Kind { Device, HostMapped, Shareable, Imported, SharedHost };
   struct Block { int dev; void *ptr; Kind kind; size_t bytes; };
   DeviceApi &api_;
   std::vector<Block> blocks_;
@@ -122,15 +125,20 @@ struct Context {
 /// runtime::ExecutionError: Unsupported when the threadblocks of a GPU cannot be co-resident,
 /// Backend on CUDA errors.
 /// Process-per-rank (`local` given, by rank): only the local ranks get device state, their
-/// scratch and inbound memory-channel counters in shareable memory; the channels are not wired
-/// yet: the caller imports the other ranks' scratch, memoryInbound, input and output into their
-/// RankStates, then calls wireChannels. Port channels are refused (Unsupported) in that mode.
+/// scratch and inbound memory-channel counters in shareable memory, their inbound port-channel
+/// counters in shareable host-mapped memory; the channels are not wired yet: the caller imports
+/// the other ranks' scratch, memoryInbound, portInbound (host view), input and output into their
+/// RankStates, then calls wireChannels and (with port channels) setupPortProxy.
 std::unique_ptr<Context> buildContext(DeviceApi &api, const plan::Plan &plan, std::vector<LoweredRank> lowered,
                                       const std::vector<int> &rankDevice, const std::vector<bool> *local = nullptr);
 
 /// Points every local rank's memory channels at the paired peer channel's inbound counter (and
 /// port channels at their own counters). buildContext does it for single-process contexts.
 void wireChannels(Context &ctx);
+/// The port proxy's table: an entry per local rank (its FIFO, a proxy stream, the flag targets:
+/// each port channel's paired peer inbound counter, a host view). Before bindBuffers, which
+/// starts the proxy. buildContext does it for single-process contexts.
+void setupPortProxy(Context &ctx);
 
 /// Points the context at one call's buffers (`input[r]`, `output[r]` on rank r's GPU). The
 /// port proxy is quiesced (its thread joined) while its tables are rewritten, then restarted;

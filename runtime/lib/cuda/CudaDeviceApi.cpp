@@ -7,12 +7,15 @@
 //===------------------------------------------------------------------------------------===//
 #include "DeviceApi.h"
 #include "KernelLaunch.h"
+#include "SharedMemoryObject.h"
 
 #include "msccl/runtime/Executor.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace msccl::cuda {
 
@@ -113,6 +116,43 @@ public:
     cudaSetDevice(dev);
     cudaFree(ptr);
   }
+  void *allocateShareableHostMapped(size_t bytes) override {
+    detail::SharedObject o = detail::createSharedObject(bytes);
+    cudaError_t e = cudaHostRegister(o.ptr, o.mapped, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (e != cudaSuccess) {
+      detail::unmapSharedObject(o);
+      detail::unlinkSharedObject(o.name);
+      check(e, "cudaHostRegister");
+    }
+    std::lock_guard<std::mutex> l(sharedMu_);
+    shared_[o.ptr] = {o, true};
+    return o.ptr;
+  }
+  void releaseShareableHostMapped(void *ptr) noexcept override {
+    std::lock_guard<std::mutex> l(sharedMu_);
+    auto it = shared_.find(ptr);
+    if (it == shared_.end()) return;
+    if (it->second.owner) {
+      cudaHostUnregister(ptr);
+      detail::unlinkSharedObject(it->second.object.name);
+    }
+    detail::unmapSharedObject(it->second.object);
+    shared_.erase(it);
+  }
+  std::vector<uint8_t> exportHostMapped(void *ptr) override {
+    std::lock_guard<std::mutex> l(sharedMu_);
+    auto it = shared_.find(ptr);
+    if (it == shared_.end() || !it->second.owner)
+      throw ExecutionError(ErrorKind::Backend, "export of host memory that allocateShareableHostMapped did not return");
+    const std::string &n = it->second.object.name;
+    return std::vector<uint8_t>(n.begin(), n.end());
+  }
+  void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) override {
+    detail::SharedObject o = detail::openSharedObject(std::string(handle.begin(), handle.end()), bytes);
+    std::lock_guard<std::mutex> l(sharedMu_);
+    shared_[o.ptr] = {o, false};
+    return o.ptr;
+  }
   void *allocateHostMapped(size_t bytes) override {
     void *p = nullptr;
     bytes = bytes ? bytes : 16;
@@ -197,6 +237,12 @@ public:
 
 private:
   int count_ = 0;
+  struct Shared {
+    detail::SharedObject object;
+    bool owner;
+  };
+  std::mutex sharedMu_;
+  std::map<void *, Shared> shared_; ///< allocateShareableHostMapped's objects and imports
 };
 
 } // namespace

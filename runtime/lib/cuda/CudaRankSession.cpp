@@ -36,7 +36,7 @@ namespace {
 /// What each rank tells the others when the session opens: its three shareable regions.
 struct SharedRegions {
   static constexpr size_t kHandleBytes = 128;
-  enum Region { Data, Scratch, Inbound, Count };
+  enum Region { Data, Scratch, Inbound, PortInbound, Count };
   uint8_t handle[Count][kHandleBytes];
   uint32_t handleBytes[Count];
   uint64_t bytes[Count];
@@ -171,6 +171,10 @@ struct CudaRankSession::Impl {
     putHandle(mine, SharedRegions::Data, data, dataBytes);
     putHandle(mine, SharedRegions::Scratch, s.scratch, s.lowered.scratchBytes);
     putHandle(mine, SharedRegions::Inbound, s.memoryInbound, sizeof(uint64_t) * std::max<size_t>(1, s.lowered.numMemoryChannels));
+    std::vector<uint8_t> h = api->exportHostMapped(s.portInbound);
+    std::memcpy(mine.handle[SharedRegions::PortInbound], h.data(), std::min(h.size(), SharedRegions::kHandleBytes));
+    mine.handleBytes[SharedRegions::PortInbound] = uint32_t(std::min(h.size(), SharedRegions::kHandleBytes));
+    mine.bytes[SharedRegions::PortInbound] = sizeof(uint64_t) * (s.lowered.numPortChannels + 1);
   }
 
   void putHandle(SharedRegions &mine, SharedRegions::Region region, void *ptr, uint64_t bytes) {
@@ -189,6 +193,7 @@ struct CudaRankSession::Impl {
     for (const plan::RemoteBuffer &rb : plan.gpus[me].remoteBuffers) peers.insert(rb.rank);
     const runtime::ResolvedGpu &rg = ctx->resolved.gpus[me];
     for (const runtime::ResolvedChannel &ch : rg.memoryChannels) peers.insert(ch.peer);
+    for (const runtime::ResolvedChannel &ch : rg.portChannels) peers.insert(ch.peer);
     for (const runtime::ResolvedSwitch &sw : rg.switchChannels)
       for (uint32_t r : sw.ranks) peers.insert(r);
     peers.erase(me);
@@ -200,7 +205,9 @@ struct CudaRankSession::Impl {
       if (!comm.sameNode(int(me), int(p)))
         throw ExecutionError(ErrorKind::InvalidPlan, "rank " + std::to_string(me) + "'s memory or switch channels reach rank " +
                                                          std::to_string(p) + ", which is on another node (" +
-                                                         comm.describeNodes() + "): only port channels cross nodes");
+                                                         comm.describeNodes() + "): between processes every channel "
+                                                         "reaches its peer's memory by CUDA IPC or shared memory, within "
+                                                         "a node (host-staged port channels between nodes: not yet)");
   }
 
   /// Maps the peers' regions, wires the channels and binds the buffers.
@@ -220,9 +227,13 @@ struct CudaRankSession::Impl {
       out[p] = peerData + sr.outputOffset;
       s.scratch = map(SharedRegions::Scratch);
       s.memoryInbound = reinterpret_cast<uint64_t *>(map(SharedRegions::Inbound));
+      std::vector<uint8_t> h(sr.handle[SharedRegions::PortInbound],
+                             sr.handle[SharedRegions::PortInbound] + sr.handleBytes[SharedRegions::PortInbound]);
+      s.portInbound = static_cast<uint64_t *>(ctx->memory.importedHostMapped(h, sr.bytes[SharedRegions::PortInbound]));
     }
     wireChannels(*ctx);
-    bindBuffers(*ctx, in, out);
+    if (ctx->usesPort) setupPortProxy(*ctx);
+    bindBuffers(*ctx, in, out); // starts the proxy
   }
 
   [[noreturn]] void giveUp(const std::string &what, const std::vector<std::string> &diags) {
@@ -246,6 +257,9 @@ struct CudaRankSession::Impl {
                   ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
       api->synchronize(g.device, g.stream);
       diags = abandonedWaits(*ctx, timeoutSeconds);
+      if (diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
+      if (ctx->usesPort && !ctx->proxy.error().empty())
+        throw ExecutionError(ErrorKind::Misuse, "port channel proxy: " + ctx->proxy.error());
       if (aborted.load()) {
         outcome = Failed;
         backendError = "the call was aborted (CudaRankSession::abort, ncclCommAbort)";
@@ -320,6 +334,7 @@ struct CudaRankSession::Impl {
                 ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
     api->synchronize(g.device, g.stream);
     const std::vector<std::string> diags = abandonedWaits(*ctx, timeoutSeconds);
+    if (!aborted.load() && diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
     if (aborted.load() || !diags.empty()) {
       ctx->abandoned = true;
       comm.setStopped("rank " + std::to_string(me) + " stopped in call " + std::to_string(launch));

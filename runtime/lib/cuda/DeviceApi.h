@@ -82,6 +82,16 @@ public:
   /// handle cannot be opened (another node, a handle of this very process, a freed object).
   virtual void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t bytes) = 0;
   virtual void closeImported(int dev, void *ptr, size_t bytes) noexcept = 0; ///< cudaIpcCloseMemHandle
+  /// Host-mapped memory (as allocateHostMapped: kernels of every device read it) that processes
+  /// of the node can map too, for their host threads (the port proxies write peers' inbound
+  /// counters there): a POSIX shared memory object, registered with cudaHostRegister (mapped,
+  /// portable) on CUDA. exportHostMapped's handle is the object's name; importHostMapped maps it
+  /// in another process for host access (releaseShareableHostMapped unmaps an import too; the
+  /// maker's release also unlinks the name).
+  virtual void *allocateShareableHostMapped(size_t bytes) = 0;
+  virtual void releaseShareableHostMapped(void *ptr) noexcept = 0;
+  virtual std::vector<uint8_t> exportHostMapped(void *ptr) = 0;
+  virtual void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) = 0;
   /// Zero-filled pinned host memory every device can address at the same pointer
   /// (cudaHostAlloc Mapped|Portable; the FIFOs and port counters live there).
   virtual void *allocateHostMapped(size_t bytes) = 0;

@@ -12,6 +12,7 @@
 //===------------------------------------------------------------------------------------===//
 #include "DeviceApi.h"
 #include "HostKernel.h"
+#include "SharedMemoryObject.h"
 
 #include "msccl/runtime/Executor.h"
 
@@ -136,24 +137,11 @@ public:
   void *allocate(int dev, size_t bytes) override { return alloc(dev, bytes); }
   void release(int, void *ptr) noexcept override { free(ptr); }
   void *allocateShareable(int dev, size_t bytes) override {
-    static std::atomic<uint64_t> serial{0};
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t mapped = (std::max<size_t>(bytes, 16) + page - 1) / page * page;
-    const std::string name = "/msccl-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
-    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw ExecutionError(ErrorKind::Backend, "host device: shm_open " + name + ": " + std::strerror(errno));
-    void *p = ftruncate(fd, (off_t)mapped) == 0 ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-    const int err = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-      shm_unlink(name.c_str());
-      throw ExecutionError(ErrorKind::Backend, "host device: cannot map " + std::to_string(mapped) + " bytes of " + name + ": " +
-                                                   std::strerror(err));
-    }
+    detail::SharedObject o = detail::createSharedObject(bytes);
     detail::enableCrossProcessWakeups();
     std::lock_guard<std::mutex> l(m_);
-    allocations_[reinterpret_cast<uintptr_t>(p)] = {mapped, dev, p, mapped, name, true};
-    return p; // a new object's pages are zero
+    allocations_[reinterpret_cast<uintptr_t>(o.ptr)] = {o.mapped, dev, o.ptr, o.mapped, o.name, true};
+    return o.ptr; // a new object's pages are zero
   }
   void releaseShareable(int, void *ptr) noexcept override { free(ptr); }
   std::vector<uint8_t> exportMemory(int, void *ptr) override {
@@ -164,23 +152,18 @@ public:
     return std::vector<uint8_t>(it->second.shmName.begin(), it->second.shmName.end());
   }
   void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t bytes) override {
-    const std::string name(handle.begin(), handle.end());
-    if (name.rfind("/msccl-", 0) != 0)
-      throw ExecutionError(ErrorKind::Backend, "host device: \"" + name + "\" is not a shared memory handle of this device kind");
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t mapped = (std::max<size_t>(bytes, 16) + page - 1) / page * page;
-    int fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) throw ExecutionError(ErrorKind::Backend, "host device: shm_open " + name + ": " + std::strerror(errno));
-    void *p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    close(fd);
-    if (p == MAP_FAILED)
-      throw ExecutionError(ErrorKind::Backend, "host device: cannot map " + name + ": " + std::strerror(err));
+    detail::SharedObject o = detail::openSharedObject(std::string(handle.begin(), handle.end()), bytes);
     detail::enableCrossProcessWakeups();
     std::lock_guard<std::mutex> l(m_);
-    allocations_[reinterpret_cast<uintptr_t>(p)] = {mapped, dev, p, mapped, name, false};
-    return p;
+    allocations_[reinterpret_cast<uintptr_t>(o.ptr)] = {o.mapped, dev, o.ptr, o.mapped, o.name, false};
+    return o.ptr;
   }
+  void *allocateShareableHostMapped(size_t bytes) override { return allocateShareable(-1, bytes); }
+  void releaseShareableHostMapped(void *ptr) noexcept override { free(ptr); }
+  void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) override {
+    return importMemory(-1, handle, bytes);
+  }
+  std::vector<uint8_t> exportHostMapped(void *ptr) override { return exportMemory(-1, ptr); }
   void closeImported(int, void *ptr, size_t) noexcept override { free(ptr); }
   void *allocateHostMapped(size_t bytes) override { return alloc(-1, bytes); }
   void releaseHostMapped(void *ptr) noexcept override { free(ptr); }
@@ -288,7 +271,7 @@ private:
     allocations_.erase(it);
   }
   static void release(const Allocation &a, void *ptr) {
-    if (a.owner) shm_unlink(a.shmName.c_str());
+    if (a.owner) detail::unlinkSharedObject(a.shmName);
     if (a.mapping) munmap(a.mapping, a.mapped);
     else std::free(ptr);
   }

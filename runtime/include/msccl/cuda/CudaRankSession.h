@@ -15,16 +15,19 @@
 //     (memory-channel peers, remote buffers, switch-channel members) by cudaIpcOpenMemHandle or
 //     shm_open;
 //   * memory channels load, store and signal through those mappings, switch channels are
-//     emulated with per-member loads and stores over them (as in one process); port channels are
-//     refused (ExecutionError Unsupported: the proxy reaches only ranks of its own process yet);
+//     emulated with per-member loads and stores over them (as in one process); port channels go
+//     through this process's proxy thread (PortProxy.h), which copies into the peers' mapped
+//     buffers (cudaMemcpyAsync over CUDA IPC) and adds to their inbound counters, host-mapped
+//     shared memory objects the peers export as a fourth handle (cudaHostRegister on CUDA);
 //   * each execute copies the caller's input into the rank's input buffer (the user's buffer is
 //     not registered: the session's own buffers are the ones its peers mapped), and launches
 //     are separated by a barrier of the communicator (a launch starts only when every rank
 //     finished the previous one, as the one-process executor orders GPUs by events), at which
 //     the ranks also agree on the outcome (a device-side wait that timed out on any rank fails
 //     the execute on every rank, ErrorKind::Deadlock with that rank's threadblock and op).
-// Every rank needs its memory peers on its node (same host): a memory or switch channel to a
-// rank of another node (MSCCL_RANKS_PER_NODE) is refused (InvalidPlan) when the session opens.
+// Every rank needs its peers on its node (same host): a channel of any kind to a rank of
+// another node (MSCCL_RANKS_PER_NODE) is refused (InvalidPlan) when the session opens
+// (host-staged port channels between nodes through the communicator: not yet).
 //
 // Registry (runtime::registerCudaRankBackends, DistributedRun.h): "cuda", "cuda-gpus" and
 // "cuda-virtual" on GPUs; "cuda-host" and "cuda-host-gpus" on the host implementation.
@@ -56,8 +59,8 @@ public:
   /// Collective. Uses options.size, dataType, reduceOp, inPlace, packetType, planValidated;
   /// dist.timeoutSeconds bounds every device-side wait (MSCCL_CUDA_TIMEOUT overrides it) and
   /// every barrier. Throws ExecutionError: InvalidPlan (rank count != world size, a lowering
-  /// error, a memory peer on another node), InvalidSize, Unsupported (port channels; no usable
-  /// GPU; threadblocks that cannot be co-resident), Backend (CUDA or shared memory errors).
+  /// error, a peer on another node), InvalidSize, Unsupported (no usable GPU; threadblocks that
+  /// cannot be co-resident), Backend (CUDA or shared memory errors).
   CudaRankSession(runtime::Communicator &comm, const plan::Plan &plan, const runtime::RunOptions &options,
                   const runtime::DistributedOptions &dist, const CudaRankOptions &cuda);
   ~CudaRankSession() override; ///< Collective: a barrier, then the mappings and memory are freed.
