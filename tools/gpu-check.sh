@@ -181,8 +181,10 @@ EOF
   chmod +x "$dir/run" "$dir/gpu-check.sh"
   git -C "$root" rev-parse HEAD >"$dir/COMMIT" 2>/dev/null || echo unknown >"$dir/COMMIT"
   # The torch step: the NCCL shim and libmsccl (stripped), its plans (in place AllReduce as
-  # torch's all_reduce, out of place AllGather/ReduceScatter as its *_tensor calls) and the script.
-  local shim=$build/nccl/libmsccl_nccl.so
+  # torch's all_reduce, out of place AllGather/ReduceScatter as its *_tensor calls) and the script,
+  # when they fit in 55 MiB (the device tool carries at most 64 MiB with the working tree).
+  local shim=$build/nccl/libmsccl_nccl.so before
+  before=$(ls "$dir/lib")
   if [[ -f $shim ]]; then
     cp "$shim" "$dir/lib/" && strip --strip-debug "$dir/lib/libmsccl_nccl.so"
     copy_libs "$dir/lib" "$shim"
@@ -196,6 +198,13 @@ EOF
         die "compiling the shim's plans failed"
     done
     cp "$root/tools/gpu_check_torch.py" "$dir/"
+    local with
+    with=$(du -sm "$dir" | cut -f1)
+    if ((with > 55)); then
+      (cd "$dir/lib" && for f in *; do grep -qxF "$f" <<<"$before" || rm -f "$f"; done)
+      rm -rf "$dir/plans/shim" "$dir/gpu_check_torch.py"
+      echo "gpu-check: the torch step's shim left out of the bundle ($with MiB with it; build for sm_90 alone to carry it)" >&2
+    fi
   fi
   local mib
   # msccl-tune (the bench step's tune) when it fits in 55 MiB (the device tool carries at most

@@ -38,6 +38,15 @@ if [[ -e $tmp/bundle/bin/msccl-tune ]]; then
 elif ! grep -q "msccl-tune left out of the bundle" "$tmp/bundle.log"; then
   echo "FAIL: the bundle has no msccl-tune and does not say why"; status=1
 fi
+# The torch step's shim when it fits (a build for sm_90 alone): its libraries resolve in the bundle.
+if [[ -e $tmp/bundle/lib/libmsccl_nccl.so ]]; then
+  missing=$(LD_LIBRARY_PATH=$tmp/bundle/lib ldd "$tmp/bundle/lib/libmsccl_nccl.so" | grep 'not found' || true)
+  [[ -z $missing ]] || { echo "FAIL: the shim's unresolved libraries: $missing"; status=1; }
+  ls "$tmp"/bundle/plans/shim/allreduce_ring_r2.json "$tmp/bundle/gpu_check_torch.py" >/dev/null ||
+    { echo "FAIL: the shim travels without its plans or script"; status=1; }
+elif ! grep -q "the torch step's shim left out of the bundle" "$tmp/bundle.log"; then
+  echo "FAIL: the bundle has no shim and does not say why"; status=1
+fi
 out=$(OUT=$tmp/out "$tmp/bundle/run" 2>&1)
 rc=$?
 echo "run: exit $rc: $out"

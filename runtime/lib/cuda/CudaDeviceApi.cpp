@@ -125,8 +125,16 @@ public:
       check(e, "cudaHostRegister");
     }
     std::lock_guard<std::mutex> l(sharedMu_);
-    shared_[o.ptr] = {o, true};
+    shared_[o.ptr] = {o, true, false};
     return o.ptr;
+  }
+  void sealShareable() noexcept override {
+    std::lock_guard<std::mutex> l(sharedMu_);
+    for (auto &[p, sh] : shared_)
+      if (sh.owner && !sh.unlinked) {
+        detail::unlinkSharedObject(sh.object.name);
+        sh.unlinked = true;
+      }
   }
   void releaseShareableHostMapped(void *ptr) noexcept override {
     std::lock_guard<std::mutex> l(sharedMu_);
@@ -134,7 +142,7 @@ public:
     if (it == shared_.end()) return;
     if (it->second.owner) {
       cudaHostUnregister(ptr);
-      detail::unlinkSharedObject(it->second.object.name);
+      if (!it->second.unlinked) detail::unlinkSharedObject(it->second.object.name);
     }
     detail::unmapSharedObject(it->second.object);
     shared_.erase(it);
@@ -150,7 +158,7 @@ public:
   void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) override {
     detail::SharedObject o = detail::openSharedObject(std::string(handle.begin(), handle.end()), bytes);
     std::lock_guard<std::mutex> l(sharedMu_);
-    shared_[o.ptr] = {o, false};
+    shared_[o.ptr] = {o, false, false};
     return o.ptr;
   }
   void *allocateHostMapped(size_t bytes) override {
@@ -240,6 +248,7 @@ private:
   struct Shared {
     detail::SharedObject object;
     bool owner;
+    bool unlinked = false;
   };
   std::mutex sharedMu_;
   std::map<void *, Shared> shared_; ///< allocateShareableHostMapped's objects and imports

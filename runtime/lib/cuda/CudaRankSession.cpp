@@ -98,7 +98,9 @@ struct CudaRankSession::Impl {
     } catch (const ExecutionError &e) {
       error = ExecutionError(e.kind(), "rank " + std::to_string(me) + ": " + e.summary(), e.diagnostics());
     }
-    if (comm.allReduceMax(uint64_t(error ? 1 : 0))) {
+    const bool failed = comm.allReduceMax(uint64_t(error ? 1 : 0)) != 0;
+    api->sealShareable(); // every peer has mapped (or failed to map) what it needs of this rank
+    if (failed) {
       if (error) throw *error;
       throw ExecutionError(ErrorKind::Backend, "another rank could not map its peers' memory (see its report)");
     }

@@ -92,6 +92,10 @@ public:
   virtual void releaseShareableHostMapped(void *ptr) noexcept = 0;
   virtual std::vector<uint8_t> exportHostMapped(void *ptr) = 0;
   virtual void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) = 0;
+  /// Every process that needs this process's shareable memory made so far has mapped it: remove
+  /// what names it (shared memory object names; CUDA IPC handles need nothing), so that nothing is
+  /// left behind when the job is killed. Mappings and memory stay valid until released.
+  virtual void sealShareable() noexcept = 0;
   /// Zero-filled pinned host memory every device can address at the same pointer
   /// (cudaHostAlloc Mapped|Portable; the FIFOs and port counters live there).
   virtual void *allocateHostMapped(size_t bytes) = 0;

@@ -149,6 +149,8 @@ public:
     auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
     if (it == allocations_.end() || it->second.shmName.empty() || !it->second.owner)
       throw ExecutionError(ErrorKind::Backend, "host device: export of memory that allocateShareable did not return");
+    if (it->second.unlinked)
+      throw ExecutionError(ErrorKind::Backend, "host device: export of shared memory that was sealed (sealShareable)");
     return std::vector<uint8_t>(it->second.shmName.begin(), it->second.shmName.end());
   }
   void *importMemory(int dev, const std::vector<uint8_t> &handle, size_t bytes) override {
@@ -159,6 +161,14 @@ public:
     return o.ptr;
   }
   void *allocateShareableHostMapped(size_t bytes) override { return allocateShareable(-1, bytes); }
+  void sealShareable() noexcept override {
+    std::lock_guard<std::mutex> l(m_);
+    for (auto &[p, a] : allocations_)
+      if (a.owner && !a.unlinked) {
+        detail::unlinkSharedObject(a.shmName);
+        a.unlinked = true;
+      }
+  }
   void releaseShareableHostMapped(void *ptr) noexcept override { free(ptr); }
   void *importHostMapped(const std::vector<uint8_t> &handle, size_t bytes) override {
     return importMemory(-1, handle, bytes);
@@ -230,6 +240,7 @@ private:
     size_t mapped;
     std::string shmName = {}; ///< shared memory objects: the name (imported too)
     bool owner = false;        ///< this process made the object (unlinks it on release)
+    bool unlinked = false;     ///< its name is gone already (sealShareable)
   };
   /// 256-byte aligned (as cudaMalloc), zero-filled. With guard pages (HostDeviceOptions::
   /// guardPages, MSCCL_HOST_GUARD_PAGES=1) each allocation ends 16-byte aligned right before an
@@ -271,7 +282,7 @@ private:
     allocations_.erase(it);
   }
   static void release(const Allocation &a, void *ptr) {
-    if (a.owner) detail::unlinkSharedObject(a.shmName);
+    if (a.owner && !a.unlinked) detail::unlinkSharedObject(a.shmName);
     if (a.mapping) munmap(a.mapping, a.mapped);
     else std::free(ptr);
   }

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -42,8 +44,13 @@ SharedObject mapFd(int fd, const std::string &name, size_t mapped, bool created)
 } // namespace
 
 SharedObject createSharedObject(size_t bytes) {
+  // The pid alone is not unique over time: a process that died before unlinking its objects
+  // (a job aborted by its launcher) leaves names a later process with the same pid would hit.
+  static const uint64_t salt = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
   static std::atomic<uint64_t> serial{0};
-  const std::string name = "/msccl-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+  char tag[17];
+  std::snprintf(tag, sizeof tag, "%016llx", (unsigned long long)(salt + serial.fetch_add(1)));
+  const std::string name = "/msccl-" + std::to_string(getpid()) + "-" + tag;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw ExecutionError(ErrorKind::Backend, "shm_open " + name + ": " + std::strerror(errno));
   return mapFd(fd, name, pages(bytes), true);

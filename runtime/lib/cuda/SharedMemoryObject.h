@@ -5,7 +5,9 @@
 // channels' inbound counters (host-mapped memory the peers' proxies write). An object is made
 // by one process (createSharedObject: shm_open O_EXCL with a unique name, ftruncate, mmap
 // shared; its pages are zero), opened by name by the others (openSharedObject), unmapped by
-// each (unmapSharedObject) and unlinked by its maker. Sizes are rounded up to whole pages.
+// each (unmapSharedObject) and unlinked by its maker, as soon as every peer has opened it
+// (DeviceApi::sealShareable), so that a job killed later leaves no object behind. Sizes are
+// rounded up to whole pages.
 // Errors throw runtime::ExecutionError(Backend) naming the object and errno's reason.
 //
 //===------------------------------------------------------------------------------------===//
@@ -19,7 +21,7 @@ namespace msccl::cuda::detail {
 struct SharedObject {
   void *ptr = nullptr;
   size_t mapped = 0; ///< bytes mapped (whole pages)
-  std::string name;  ///< "/msccl-<pid>-<n>": the export handle
+  std::string name;  ///< "/msccl-<pid>-<random>": the export handle
 };
 
 /// A new zero-filled object of at least `bytes` bytes, mapped here.
