@@ -1,5 +1,6 @@
 //===- IR.cpp - Registration helpers and the text printer of the IR ---------------------===//
 #include "msccl/ir/IR.h"
+#include "msccl/plan/OpTable.h"
 
 #include <algorithm>
 #include <ostream>
@@ -238,51 +239,61 @@ template <class V> void printIds(std::ostream &os, const V &v) {
   os << ']';
 }
 
-void printOpTo(std::ostream &os, const Op &op) {
-  os << opKindName(op.kind);
-  switch (op.kind) {
-  case OpKind::Nop: break;
-  case OpKind::Barrier: os << " id=" << op.barrierId << " tbs=" << op.numThreadblocks; break;
-  case OpKind::SemAcquire: case OpKind::SemRelease:
-    os << " sem="; printIds(os, op.ids); os << " sync=" << syncTypeName(op.dataSync); break;
-  case OpKind::Signal: case OpKind::Wait: case OpKind::RelaxedSignal: case OpKind::RelaxedWait:
-  case OpKind::Flush:
-    os << " ch=" << plan::channelTypeName(op.channelType); printIds(os, op.syncChannelIds.toList());
-    os << " sync=" << syncTypeName(op.dataSync); break;
-  case OpKind::MultiLoadReduce:
+/// The fields of a data op: its entries, channel, reduction and threadblock group.
+void printDataFields(std::ostream &os, const Op &op) {
+  os << " src=[";
+  bool first = true;
+  for (auto &c : op.localSrc) { os << (first ? "" : ","); printLocal(os, c); first = false; }
+  for (auto &c : op.remoteSrc) { os << (first ? "" : ","); printRemote(os, c); first = false; }
+  os << "] dst=[";
+  first = true;
+  for (auto &c : op.localDst) { os << (first ? "" : ","); printLocal(os, c); first = false; }
+  for (auto &c : op.localPktDst) { os << (first ? "" : ",") << "pkt:"; printLocal(os, c); first = false; }
+  for (auto &c : op.remoteDst) { os << (first ? "" : ","); printRemote(os, c); first = false; }
+  os << ']';
+  if (op.channelType != ChannelType::None) { os << " ch=" << plan::channelTypeName(op.channelType); printIds(os, op.channelIds); }
+  if (plan::isReduceFamily(op.kind)) os << ' ' << plan::reduceOpName(op.reduceOp);
+  if (op.tbg) os << " tbg=" << op.tbg->tbId << '/' << op.tbg->tbgSize;
+}
+
+/// The fields of a switch-channel op (glre, glres, gstore, gstorepkt): what the table's shape
+/// and traits say it carries.
+void printSwitchFields(std::ostream &os, const Op &op) {
+  const bool reduces = plan::opHas(op.kind, plan::optrait::Reduce);
+  if (plan::opShape(op.kind) == plan::OpShape::GroupLoadReduce) { // glre: into one user chunk
     os << " buf=" << plan::bufferTypeName(op.switchBuffer) << " off=" << op.bufferOffset << " size=" << op.switchSize
        << " dst=r" << op.userChunk.rank << ':' << plan::bufferTypeName(op.userChunk.buffer) << '[' << op.userChunk.index
        << ':' << op.userChunk.index + op.userChunk.size << "] sw="; printIds(os, op.channelIds);
-    os << ' ' << plan::reduceOpName(op.reduceOp); break;
-  case OpKind::MultiStore: case OpKind::MultiStorePackets:
-    os << " src=r" << op.userChunk.rank << ':' << plan::bufferTypeName(op.userChunk.buffer) << '[' << op.userChunk.index
-       << ':' << op.userChunk.index + op.userChunk.size << "] buf=" << plan::bufferTypeName(op.switchBuffer)
-       << " off=" << op.bufferOffset << " size=" << op.switchSize << " sw="; printIds(os, op.channelIds); break;
-  case OpKind::MultiLoadReduceStore:
+    os << ' ' << plan::reduceOpName(op.reduceOp);
+  } else if (reduces) { // glres: src and dst entries
     os << " buf=" << plan::bufferTypeName(op.switchBuffer) << " size=" << op.switchSize << " src="; printIds(os, op.srcIndex);
     os << " dst="; printIds(os, op.dstIndex); os << " sw="; printIds(os, op.channelIds);
-    os << ' ' << plan::reduceOpName(op.reduceOp); break;
-  case OpKind::Pipeline: os << " unit=" << op.unit << " num_chunks=" << op.numChunks; break;
-  // Data ops: their entries.
-  case OpKind::Put: case OpKind::PutPackets: case OpKind::ReadPutPackets: case OpKind::PutWithSignal:
-  case OpKind::PutWithSignalAndFlush: case OpKind::Get: case OpKind::Copy: case OpKind::CopyPackets:
-  case OpKind::UnpackPackets: case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets:
-  case OpKind::ReduceSend: case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets:
-  case OpKind::ReadReduce: case OpKind::ReadReduceSend: {
-    os << " src=[";
-    bool first = true;
-    for (auto &c : op.localSrc) { os << (first ? "" : ","); printLocal(os, c); first = false; }
-    for (auto &c : op.remoteSrc) { os << (first ? "" : ","); printRemote(os, c); first = false; }
-    os << "] dst=[";
-    first = true;
-    for (auto &c : op.localDst) { os << (first ? "" : ","); printLocal(os, c); first = false; }
-    for (auto &c : op.localPktDst) { os << (first ? "" : ",") << "pkt:"; printLocal(os, c); first = false; }
-    for (auto &c : op.remoteDst) { os << (first ? "" : ","); printRemote(os, c); first = false; }
-    os << ']';
-    if (op.channelType != ChannelType::None) { os << " ch=" << plan::channelTypeName(op.channelType); printIds(os, op.channelIds); }
-    if (plan::isReduceFamily(op.kind)) os << ' ' << plan::reduceOpName(op.reduceOp);
-    if (op.tbg) os << " tbg=" << op.tbg->tbId << '/' << op.tbg->tbgSize;
+    os << ' ' << plan::reduceOpName(op.reduceOp);
+  } else { // gstore, gstorepkt: from one user chunk
+    os << " src=r" << op.userChunk.rank << ':' << plan::bufferTypeName(op.userChunk.buffer) << '[' << op.userChunk.index
+       << ':' << op.userChunk.index + op.userChunk.size << "] buf=" << plan::bufferTypeName(op.switchBuffer)
+       << " off=" << op.bufferOffset << " size=" << op.switchSize << " sw="; printIds(os, op.channelIds);
   }
+}
+
+/// One op in the IR dump: its name, then the fields its shape (PlanEnums.def) carries.
+void printOpTo(std::ostream &os, const Op &op) {
+  os << opKindName(op.kind);
+  if (plan::isSwitchOp(op.kind)) {
+    printSwitchFields(os, op);
+    return;
+  }
+  switch (plan::opShape(op.kind)) {
+  case plan::OpShape::Nop: break;
+  case plan::OpShape::Barrier: os << " id=" << op.barrierId << " tbs=" << op.numThreadblocks; break;
+  case plan::OpShape::Sem:
+    os << " sem="; printIds(os, op.ids); os << " sync=" << syncTypeName(op.dataSync); break;
+  case plan::OpShape::Sync:
+    os << " ch=" << plan::channelTypeName(op.channelType); printIds(os, op.syncChannelIds.toList());
+    os << " sync=" << syncTypeName(op.dataSync); break;
+  case plan::OpShape::Pipeline: os << " unit=" << op.unit << " num_chunks=" << op.numChunks; break;
+  case plan::OpShape::Data: printDataFields(os, op); break;
+  case plan::OpShape::GroupLoadReduce: printSwitchFields(os, op); break;
   }
 }
 
