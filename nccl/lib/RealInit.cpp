@@ -12,6 +12,7 @@
 #include "msccl/runtime/Communicator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -50,25 +51,47 @@ std::string rankList(const std::vector<int> &ranks, int size) {
   return s + " of " + std::to_string(size);
 }
 
+/// A reason with its numbers blotted out: NCCL names ranks and devices in its words ("Duplicate
+/// GPU detected : rank 1 and rank 0 both on CUDA device 60"), which would make one warning per rank.
+std::string numberless(const std::string &w) {
+  std::string k;
+  for (char c : w)
+    if (!std::isdigit(static_cast<unsigned char>(c)) || k.empty() || k.back() != '#')
+      k += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
+  return k;
+}
+
 /// Rank 0: every rank's reason (`words`, gathered; empty where the real NCCL's init succeeded), one
-/// warning per distinct reason, each said once in this process whatever communicators repeat it.
+/// warning per reason that differs in more than its numbers (the first rank's words quoted), each
+/// said once in this process whatever communicators repeat it.
 void sayFailures(const std::vector<std::vector<uint8_t>> &words, int size) {
-  std::vector<std::pair<std::string, std::vector<int>>> reasons; // in rank order of first appearance
+  struct Reason {
+    std::string key, words;
+    std::vector<int> ranks;
+    bool varies = false; ///< the ranks' words differ in their numbers
+  };
+  std::vector<Reason> reasons; // in rank order of first appearance
   for (size_t r = 0; r < words.size(); ++r) {
     std::string w(words[r].begin(), std::find(words[r].begin(), words[r].end(), uint8_t(0)));
     if (w.empty())
       continue;
-    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto &x) { return x.first == w; });
-    if (it == reasons.end())
-      reasons.push_back({w, {int(r)}});
-    else
-      it->second.push_back(int(r));
+    const std::string key = numberless(w);
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const Reason &x) { return x.key == key; });
+    if (it == reasons.end()) {
+      reasons.push_back({key, w, {int(r)}, false});
+    } else {
+      it->ranks.push_back(int(r));
+      it->varies = it->varies || it->words != w;
+    }
   }
   static std::mutex mu;
   static std::set<std::string> said;
-  for (const auto &[w, ranks] : reasons) {
-    const std::string line =
-        "the real NCCL's ncclCommInitRank failed on " + rankList(ranks, size) + " with " + w + ". " + kRemedy;
+  for (const Reason &x : reasons) {
+    const std::string line = "the real NCCL's ncclCommInitRank failed on " + rankList(x.ranks, size) + " with " + x.words +
+                             (x.varies ? " (rank " + std::to_string(x.ranks.front()) +
+                                             "'s words; the others' differ only in their numbers)"
+                                       : "") +
+                             ". " + kRemedy;
     std::lock_guard<std::mutex> lock(mu);
     if (said.insert(line).second)
       std::fprintf(stderr, "MSCCL WARN %s\n", line.c_str());

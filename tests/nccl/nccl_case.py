@@ -134,13 +134,16 @@ def main():
     # rank, in NCCL's words with the usual causes; planned calls still run, an unplanned one fails
     # naming that reason. Where only some ranks fail, rank 0 (whose init worked) names them.
     env["MSCCL_DEBUG"] = "WARN"
-    for fail, ranks in [("all", "all 4 ranks"), ("1,3", "ranks 1, 3 of 4")]:
+    # The stand-in's words name the rank (as NCCL's "Duplicate GPU detected : rank 1 and rank 0 ..."
+    # do): still one warning, quoting the first failing rank's words.
+    for fail, ranks, first in [("all", "all 4 ranks", 0), ("1,3", "ranks 1, 3 of 4", 1)]:
         env["STANDIN_NCCL_FAIL_INIT"] = fail
         q = subprocess.run(cmd[:-1] + ["-x", "STANDIN_NCCL_FAIL_INIT", a.client], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=240)
         warn = re.findall(r"MSCCL WARN the real NCCL's ncclCommInitRank failed on %s with error 1 \(standin: error\): "
-                          r"standin: no CUDA device\. Calls that no registered plan takes will fail.*NCCL_DEBUG=INFO"
-                          % re.escape(ranks), q.stderr)
+                          r"standin: no CUDA device for rank %d \(rank %d's words; the others' differ only in their "
+                          r"numbers\)\. Calls that no registered plan takes will fail.*NCCL_DEBUG=INFO"
+                          % (re.escape(ranks), first, first), q.stderr)
         if len(warn) != 1 or q.stderr.count("MSCCL WARN the real NCCL's ncclCommInitRank") != 1:
             problems.append("%s: expected one warning (rank 0) naming NCCL's init failure on %s and its causes, got "
                             "%d:\n%s" % (fail, ranks, len(warn), q.stderr[-2000:]))

@@ -67,11 +67,13 @@ static int failsInit(int rank) {
   return 0;
 }
 static const char *lastError = "standin: last error";
+static char lastErrorBuf[64];
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
   char buf[40];
-  if (failsInit(rank)) { /* as NCCL without a usable GPU */
+  if (failsInit(rank)) { /* as NCCL without a usable GPU; names the rank, as NCCL's words do */
     *comm = NULL;
-    lastError = "standin: no CUDA device";
+    snprintf(lastErrorBuf, sizeof lastErrorBuf, "standin: no CUDA device for rank %d", rank);
+    lastError = lastErrorBuf;
     return ncclUnhandledCudaError;
   }
   *comm = malloc(sizeof(struct ncclComm));
