@@ -371,11 +371,16 @@ void advanceFlag(Context &c) {
   if (c.flag == 0) ++c.flag;
 }
 
-std::vector<std::string> abandonedWaits(Context &c, double timeoutSeconds) {
+std::vector<std::string> abandonedWaits(Context &c, double timeoutSeconds, DeviceStream via) {
   std::vector<std::string> diags;
   for (GpuState &g : c.gpus) {
     DevAbort a{};
-    c.api.copy(&a, g.abort, sizeof a);
+    if (via) {
+      c.api.copyAsync(g.device, &a, g.abort, sizeof a, via);
+      c.api.synchronize(g.device, via);
+    } else {
+      c.api.copy(&a, g.abort, sizeof a);
+    }
     if (a.aborted) {
       std::ostringstream os;
       os << "rank " << a.rank << " tb " << a.tbId << " op " << a.opIndex << " (" << plan::opName((plan::OpType)a.opType)

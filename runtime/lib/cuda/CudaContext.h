@@ -155,7 +155,9 @@ void advanceFlag(Context &ctx);
 /// After the streams of the context have finished: one line per GPU whose launch was
 /// abandoned because a device-side wait timed out ("rank R tb T op K (name): a wait did not
 /// complete within S s"); empty when none was.
-std::vector<std::string> abandonedWaits(Context &ctx, double timeoutSeconds);
+/// `via`: read the abort records through that stream (a non-blocking one of the context's)
+/// instead of a plain copy, which may wait for every blocking stream of the device.
+std::vector<std::string> abandonedWaits(Context &ctx, double timeoutSeconds, DeviceStream via = nullptr);
 
 /// After the kernels of the context have finished: waits until the port proxy has completed
 /// every request they pushed (each rank's FIFO head) and its copies have landed, so that the

@@ -225,6 +225,16 @@ public:
     check(cudaSetDevice(dev), "cudaSetDevice");
     check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
   }
+  bool query(int dev, DeviceEvent event) override {
+    check(cudaSetDevice(dev), "cudaSetDevice");
+    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) {
+      cudaGetLastError();
+      return false;
+    }
+    check(e, "cudaEventQuery");
+    return true;
+  }
   void streamWait(int dev, DeviceStream stream, DeviceEvent event) override {
     check(cudaSetDevice(dev), "cudaSetDevice");
     check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0), "cudaStreamWaitEvent");

@@ -98,12 +98,14 @@ struct CudaRankSession::Impl {
     } catch (const ExecutionError &e) {
       error = ExecutionError(e.kind(), "rank " + std::to_string(me) + ": " + e.summary(), e.diagnostics());
     }
-    const bool failed = comm.allReduceMax(uint64_t(error ? 1 : 0)) != 0;
+    const bool failedToMap = comm.allReduceMax(uint64_t(error ? 1 : 0)) != 0;
     api->sealShareable(); // every peer has mapped (or failed to map) what it needs of this rank
-    if (failed) {
+    if (failedToMap) {
       if (error) throw *error;
       throw ExecutionError(ErrorKind::Backend, "another rank could not map its peers' memory (see its report)");
     }
+    const char *sync = std::getenv("MSCCL_CUDA_SYNC_CALLS");
+    if (api->name() == "cuda" && !(sync && std::string_view(sync) == "1")) lastDone = api->createEvent(dev);
   }
 
   int chooseDevice(const CudaRankOptions &cuda) {
@@ -319,6 +321,8 @@ struct CudaRankSession::Impl {
   /// the plans' own handshakes order a peer's next launch after this rank's copies (the verifier
   /// proves launches back to back), and a failure is this rank's own: it throws here and stops
   /// the communicator; its peers' waits for it time out or are aborted on their side.
+  /// On a GPU the call is stream-ordered (callAsync) unless MSCCL_CUDA_SYNC_CALLS=1; on the host
+  /// implementation, whose streams are not the caller's, it is host-synchronous.
   void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
     if (sendBytes > rep.sizes.inputBytes || recvBytes > rep.sizes.outputBytes)
       throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
@@ -326,29 +330,74 @@ struct CudaRankSession::Impl {
                                                   std::to_string(rep.sizes.outputBytes));
     if (aborted.load()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": this session was aborted");
     if (!comm.stopped().empty()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": not run: " + comm.stopped());
+    if (lastDone) {
+      callAsync(send, sendBytes, recv, recvBytes, stream);
+      return;
+    }
     api->synchronizeCallerStream(stream);
     if (sendBytes) api->copy(input, send, sendBytes);
-    advanceFlag(*ctx);
-    const uint64_t launch = ++launches;
     GpuState &g = ctx->gpus.at(0);
-    const uint64_t timeoutNs = timeoutSeconds > 0 ? uint64_t(timeoutSeconds * 1e9) : 0;
-    api->launch(g.device, launchRecord(*ctx, g, options.packetType, options.dataType, timeoutNs), g.numBlocks,
-                ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
+    const uint64_t launch = enqueueLaunch(g.stream);
     api->synchronize(g.device, g.stream);
     const std::vector<std::string> diags = abandonedWaits(*ctx, timeoutSeconds);
     if (!aborted.load() && diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
-    if (aborted.load() || !diags.empty()) {
-      ctx->abandoned = true;
-      comm.setStopped("rank " + std::to_string(me) + " stopped in call " + std::to_string(launch));
-      if (aborted.load())
-        throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
-                                                    " was aborted (ncclCommAbort, CudaRankSession::abort)");
-      throw ExecutionError(ErrorKind::Deadlock,
-                           "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
-                               " was abandoned because a device-side wait timed out",
-                           diags);
-    }
+    if (aborted.load() || !diags.empty()) failed(launch, diags);
     if (recvBytes) api->copy(recv, output, recvBytes);
+  }
+
+  /// The next launch of this rank on `stream`; returns its number.
+  uint64_t enqueueLaunch(DeviceStream stream) {
+    advanceFlag(*ctx);
+    GpuState &g = ctx->gpus.at(0);
+    const uint64_t timeoutNs = timeoutSeconds > 0 ? uint64_t(timeoutSeconds * 1e9) : 0;
+    api->launch(g.device, launchRecord(*ctx, g, options.packetType, options.dataType, timeoutNs), g.numBlocks,
+                ctx->ranks[me].lowered.numThreadsPerBlock, stream, g.cooperative);
+    return ++launches;
+  }
+
+  [[noreturn]] void failed(uint64_t launch, const std::vector<std::string> &diags) {
+    ctx->abandoned = true;
+    comm.setStopped("rank " + std::to_string(me) + " stopped in call " + std::to_string(launch));
+    if (aborted.load())
+      throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
+                                                  " was aborted (ncclCommAbort, CudaRankSession::abort)");
+    throw ExecutionError(ErrorKind::Deadlock,
+                         "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
+                             " was abandoned because a device-side wait timed out",
+                         diags);
+  }
+
+  // Stream-ordered calls (a GPU): the copy in, the launch and the copy out are enqueued on the
+  // caller's stream and the call returns; how a launch ended is read once it has run (the
+  // event `lastDone`), at a later call or when the session closes.
+  DeviceEvent lastDone = nullptr;
+  bool inFlight = false;
+  uint64_t inFlightLaunch = 0;
+
+  /// Throws what the previous stream-ordered launch ended with, once it has run (`wait`: waits
+  /// for it); nothing while it still runs.
+  void settlePrevious(bool wait) {
+    if (!inFlight) return;
+    GpuState &g = ctx->gpus.at(0);
+    if (wait) {
+      api->streamWait(dev, g.stream, lastDone);
+      api->synchronize(dev, g.stream);
+    } else if (!api->query(dev, lastDone)) {
+      return;
+    }
+    inFlight = false;
+    const std::vector<std::string> diags = abandonedWaits(*ctx, timeoutSeconds, g.stream);
+    if (aborted.load() || !diags.empty()) failed(inFlightLaunch, diags);
+  }
+
+  void callAsync(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
+    settlePrevious(false);
+    DeviceStream s = stream; // the caller's cudaStream_t (null: the legacy default stream)
+    if (sendBytes) api->copyAsync(dev, input, send, sendBytes, s);
+    inFlightLaunch = enqueueLaunch(s);
+    api->record(dev, lastDone, s);
+    inFlight = true;
+    if (recvBytes) api->copyAsync(dev, recv, output, recvBytes, s);
   }
 
   void abort() {
@@ -356,10 +405,32 @@ struct CudaRankSession::Impl {
     DevAbort a{};
     a.aborted = 1;
     a.rank = me;
-    for (GpuState &g : ctx->gpus) api->copy(g.abort, &a, sizeof a); // every wait of the launch gives up
+    // Every wait of the launch gives up. A stream-ordered launch runs on the caller's stream,
+    // which a plain copy could wait for: through the session's own (non-blocking, idle) stream
+    // then; else the launch runs on that stream, and a plain copy does not wait for it.
+    for (GpuState &g : ctx->gpus) {
+      if (lastDone) {
+        api->copyAsync(g.device, g.abort, &a, sizeof a, g.stream);
+        api->synchronize(g.device, g.stream);
+      } else {
+        api->copy(g.abort, &a, sizeof a);
+      }
+    }
   }
 
   ~Impl() {
+    if (lastDone) { // a stream-ordered launch must end before its memory goes
+      try {
+        if (inFlight) {
+          inFlight = false;
+          api->streamWait(dev, ctx->gpus.at(0).stream, lastDone);
+          api->synchronize(dev, ctx->gpus.at(0).stream);
+        }
+      } catch (const std::exception &) {
+        // Teardown goes on.
+      }
+      api->destroyEvent(dev, lastDone);
+    }
     // Peers may still map this rank's memory: nobody frees before every rank is done.
     if (ctx && comm.stopped().empty()) comm.barrierUntil(runtime::monotonicSeconds() + timeoutSeconds + 2);
   }

@@ -121,6 +121,9 @@ public:
   virtual void destroyEvent(int dev, DeviceEvent event) noexcept = 0;
   /// cudaEventRecord: `event` completes when the work enqueued on `stream` so far has run.
   virtual void record(int dev, DeviceEvent event, DeviceStream stream) = 0;
+  /// cudaEventQuery: whether the work the event's latest record waits for has run (true when
+  /// never recorded). Throws on a device error.
+  virtual bool query(int dev, DeviceEvent event) = 0;
   /// cudaStreamWaitEvent: later work on `stream` waits for the event's latest record.
   virtual void streamWait(int dev, DeviceStream stream, DeviceEvent event) = 0;
 

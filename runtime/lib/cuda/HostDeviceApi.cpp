@@ -211,6 +211,11 @@ public:
       e->cv.notify_all();
     });
   }
+  bool query(int, DeviceEvent event) override {
+    auto *e = static_cast<HostEvent *>(event);
+    std::lock_guard<std::mutex> l(e->m);
+    return e->completed >= e->recorded;
+  }
   void streamWait(int, DeviceStream stream, DeviceEvent event) override {
     auto *e = static_cast<HostEvent *>(event);
     uint64_t target;
