@@ -204,14 +204,26 @@ struct CudaRankSession::Impl {
     return peers;
   }
 
+  /// Peers on other nodes: through a memory or switch channel the plan is wrong there
+  /// (InvalidPlan, as for the CPU); through port channels only, this backend cannot carry it yet
+  /// (Unsupported: a caller such as the NCCL shim falls back).
   void checkLocality() const {
-    for (uint32_t p : reachedPeers())
-      if (!comm.sameNode(int(me), int(p)))
-        throw ExecutionError(ErrorKind::InvalidPlan, "rank " + std::to_string(me) + "'s memory or switch channels reach rank " +
-                                                         std::to_string(p) + ", which is on another node (" +
-                                                         comm.describeNodes() + "): between processes every channel "
-                                                         "reaches its peer's memory by CUDA IPC or shared memory, within "
-                                                         "a node (host-staged port channels between nodes: not yet)");
+    const runtime::ResolvedGpu &rg = ctx->resolved.gpus[me];
+    std::set<uint32_t> memoryPeers;
+    for (const runtime::ResolvedChannel &ch : rg.memoryChannels) memoryPeers.insert(ch.peer);
+    for (const runtime::ResolvedSwitch &sw : rg.switchChannels)
+      for (uint32_t r : sw.ranks) memoryPeers.insert(r);
+    for (uint32_t p : reachedPeers()) {
+      if (comm.sameNode(int(me), int(p))) continue;
+      const std::string where = "rank " + std::to_string(p) + ", which is on another node (" + comm.describeNodes() + ")";
+      if (memoryPeers.count(p))
+        throw ExecutionError(ErrorKind::InvalidPlan, "rank " + std::to_string(me) + "'s memory or switch channels reach " +
+                                                         where + ": those channels load and store their peer's memory");
+      throw ExecutionError(ErrorKind::Unsupported, "rank " + std::to_string(me) + "'s port channels reach " + where +
+                                                       ": the CUDA backend with one process per rank reaches peers by CUDA "
+                                                       "IPC or shared memory within a node (host-staged port channels "
+                                                       "between nodes: not yet)");
+    }
   }
 
   /// Maps the peers' regions, wires the channels and binds the buffers.

@@ -25,9 +25,10 @@
 //     finished the previous one, as the one-process executor orders GPUs by events), at which
 //     the ranks also agree on the outcome (a device-side wait that timed out on any rank fails
 //     the execute on every rank, ErrorKind::Deadlock with that rank's threadblock and op).
-// Every rank needs its peers on its node (same host): a channel of any kind to a rank of
-// another node (MSCCL_RANKS_PER_NODE) is refused (InvalidPlan) when the session opens
-// (host-staged port channels between nodes through the communicator: not yet).
+// Every rank needs its peers on its node (same host): a memory or switch channel to a rank of
+// another node (MSCCL_RANKS_PER_NODE) is refused as InvalidPlan when the session opens, a port
+// channel as Unsupported (host-staged port channels between nodes through the communicator:
+// not yet; the NCCL shim then forwards the call to NCCL).
 //
 // Registry (runtime::registerCudaRankBackends, DistributedRun.h): "cuda", "cuda-gpus" and
 // "cuda-virtual" on GPUs; "cuda-host" and "cuda-host-gpus" on the host implementation.
@@ -59,8 +60,9 @@ public:
   /// Collective. Uses options.size, dataType, reduceOp, inPlace, packetType, planValidated;
   /// dist.timeoutSeconds bounds every device-side wait (MSCCL_CUDA_TIMEOUT overrides it) and
   /// every barrier. Throws ExecutionError: InvalidPlan (rank count != world size, a lowering
-  /// error, a peer on another node), InvalidSize, Unsupported (no usable GPU; threadblocks that
-  /// cannot be co-resident), Backend (CUDA or shared memory errors).
+  /// error, a memory or switch peer on another node), InvalidSize, Unsupported (a port peer on
+  /// another node; no usable GPU; threadblocks that cannot be co-resident), Backend (CUDA or
+  /// shared memory errors).
   CudaRankSession(runtime::Communicator &comm, const plan::Plan &plan, const runtime::RunOptions &options,
                   const runtime::DistributedOptions &dist, const CudaRankOptions &cuda);
   ~CudaRankSession() override; ///< Collective: a barrier, then the mappings and memory are freed.
