@@ -284,6 +284,22 @@ runtime::ExecuteResult CudaExecutor::execute(const runtime::ExecuteRequest &req)
 
 std::unique_ptr<runtime::Executor> makeCudaExecutor(const CudaOptions &options) { return std::make_unique<CudaExecutor>(options); }
 
+const CudaBackendName kCudaBackendNames[5] = {
+    {"cuda", Placement::Auto, DeviceKind::Cuda,
+     "CUDA executor: one rank per GPU when there are enough GPUs, else virtual ranks on GPU 0",
+     "CUDA, one process per rank: the node's ranks spread over its GPUs (several per GPU when fewer GPUs)"},
+    {"cuda-virtual", Placement::VirtualRanks, DeviceKind::Cuda, "CUDA executor: all ranks as virtual ranks on GPU 0",
+     "CUDA, one process per rank, every rank on GPU 0"},
+    {"cuda-gpus", Placement::OneRankPerGpu, DeviceKind::Cuda, "CUDA executor: one rank per GPU",
+     "CUDA, one process per rank and one GPU per rank"},
+    {"cuda-host", Placement::VirtualRanks, DeviceKind::Host,
+     "CUDA executor's device code on host threads: all ranks as virtual ranks on one emulated device",
+     "the CUDA executor's device code on host threads, one process per rank, POSIX shared memory"},
+    {"cuda-host-gpus", Placement::OneRankPerGpu, DeviceKind::Host,
+     "CUDA executor's device code on host threads: one rank per emulated device (8 devices)",
+     "the CUDA executor's device code on host threads, one process per rank per emulated device, POSIX shared memory"},
+};
+
 } // namespace msccl::cuda
 
 namespace msccl::runtime {
@@ -292,22 +308,13 @@ void registerCudaExecutor() {
   static std::once_flag once;
   std::call_once(once, [] {
     using namespace msccl::cuda;
-    auto reg = [](const char *name, const char *desc, Placement p, DeviceKind d) {
-      registerExecutor(name, desc, [p, d](const BackendOptions &) {
+    for (const CudaBackendName &b : kCudaBackendNames) // a static table: `b` outlives the factories
+      registerExecutor(b.name, b.executorDescription, [&b](const BackendOptions &) {
         CudaOptions o;
-        o.placement = p;
-        o.device = d;
+        o.placement = b.placement;
+        o.device = b.device;
         return makeCudaExecutor(o);
       });
-    };
-    reg("cuda", "CUDA executor: one rank per GPU when there are enough GPUs, else virtual ranks on GPU 0", Placement::Auto,
-        DeviceKind::Cuda);
-    reg("cuda-virtual", "CUDA executor: all ranks as virtual ranks on GPU 0", Placement::VirtualRanks, DeviceKind::Cuda);
-    reg("cuda-gpus", "CUDA executor: one rank per GPU", Placement::OneRankPerGpu, DeviceKind::Cuda);
-    reg("cuda-host", "CUDA executor's device code on host threads: all ranks as virtual ranks on one emulated device",
-        Placement::VirtualRanks, DeviceKind::Host);
-    reg("cuda-host-gpus", "CUDA executor's device code on host threads: one rank per emulated device (8 devices)",
-        Placement::OneRankPerGpu, DeviceKind::Host);
   });
 }
 

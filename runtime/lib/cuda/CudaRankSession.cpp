@@ -470,24 +470,13 @@ void registerCudaRankBackends() {
   static std::once_flag once;
   std::call_once(once, [] {
     using namespace msccl::cuda;
-    auto reg = [](const char *name, const char *desc, Placement p, DeviceKind d) {
-      registerRankBackend(name, desc,
-                          [p, d](Communicator &c, const plan::Plan &plan, const RunOptions &o,
-                                 const DistributedOptions &dist) -> std::unique_ptr<RankSession> {
-                            CudaRankOptions co;
-                            co.placement = p;
-                            co.device = d;
+    for (const CudaBackendName &b : kCudaBackendNames) // a static table: `b` outlives the factories
+      registerRankBackend(b.name, b.rankDescription,
+                          [&b](Communicator &c, const plan::Plan &plan, const RunOptions &o, const DistributedOptions &dist)
+                              -> std::unique_ptr<RankSession> {
+                            CudaRankOptions co{b.device, b.placement};
                             return std::make_unique<CudaRankSession>(c, plan, o, dist, co);
                           });
-    };
-    reg("cuda", "CUDA, one process per rank: the node's ranks spread over its GPUs (several per GPU when fewer GPUs)",
-        Placement::Auto, DeviceKind::Cuda);
-    reg("cuda-gpus", "CUDA, one process per rank and one GPU per rank", Placement::OneRankPerGpu, DeviceKind::Cuda);
-    reg("cuda-virtual", "CUDA, one process per rank, every rank on GPU 0", Placement::VirtualRanks, DeviceKind::Cuda);
-    reg("cuda-host", "the CUDA executor's device code on host threads, one process per rank, POSIX shared memory",
-        Placement::VirtualRanks, DeviceKind::Host);
-    reg("cuda-host-gpus", "the CUDA executor's device code on host threads, one process per rank, POSIX shared memory",
-        Placement::OneRankPerGpu, DeviceKind::Host);
   });
 }
 

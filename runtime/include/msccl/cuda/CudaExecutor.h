@@ -68,6 +68,18 @@ bool hostDeviceRequested();
 /// Whether a CUDA device and driver are usable; otherwise `why` (if given) gets the reason.
 bool cudaUsable(std::string *why = nullptr);
 
+/// The registry names of the CUDA backends, written once for both registries: the all-ranks
+/// executor (registerCudaExecutor) and one process per rank (registerCudaRankBackends,
+/// CudaRankSession.h), with what each name means in either.
+struct CudaBackendName {
+  const char *name;
+  Placement placement;
+  DeviceKind device;
+  const char *executorDescription;
+  const char *rankDescription;
+};
+extern const CudaBackendName kCudaBackendNames[5];
+
 /// Creates the CUDA executor. Throws runtime::ExecutionError(Unsupported) without a GPU/driver
 /// (DeviceKind::Cuda only).
 std::unique_ptr<runtime::Executor> makeCudaExecutor(const CudaOptions &options = {});
