@@ -83,43 +83,18 @@ using plan::isPacketReduce; // the op table (plan/OpTable.h)
 
 DataAccess access(size_t id, const LocalChunk &c, Access a) { return DataAccess{id, c.index, c.index + c.size - 1, c.type, a}; }
 
-/// local_data_access(sync_purpose=True) of one op, with operation id `id`.
+/// local_data_access(sync_purpose=True) of one op, with operation id `id`: its local src
+/// entries read and its local dst entries written, as far as the op table says they count
+/// (plan::syncAccess); a pipeline's inner ops all under its id.
 void localDataAccess(const Op &op, size_t id, std::vector<DataAccess> &out) {
-  switch (op.kind) {
-  case OpKind::Copy:
-    for (auto &c : op.localSrc) out.push_back(access(id, c, Access::Read));
-    for (auto &c : op.localDst) out.push_back(access(id, c, Access::Write));
-    break;
-  case OpKind::CopyPackets:
-    for (auto &c : op.localSrc) out.push_back(access(id, c, Access::Read));
-    break;
-  case OpKind::UnpackPackets:
-    for (auto &c : op.localDst) out.push_back(access(id, c, Access::Write));
-    break;
-  case OpKind::Get:
-    for (auto &c : op.localDst) out.push_back(access(id, c, Access::Write));
-    break;
-  case OpKind::Put: case OpKind::PutPackets: case OpKind::PutWithSignal: case OpKind::PutWithSignalAndFlush:
-    for (auto &c : op.localSrc) out.push_back(access(id, c, Access::Read));
-    break;
-  case OpKind::Reduce: case OpKind::ReduceSend: case OpKind::ReadReduce: case OpKind::ReadReduceSend:
-  case OpKind::ReducePackets: case OpKind::ReduceSendPackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceCopySendPackets: {
-    bool packet = isPacketReduce(op.kind);
-    for (size_t i = 0; i < op.localSrc.size(); ++i)
-      if (!packet || i != 0) out.push_back(access(id, op.localSrc[i], Access::Read));
-    for (auto &c : op.localDst) out.push_back(access(id, c, Access::Write));
-    break;
-  }
-  case OpKind::Pipeline:
+  if (plan::opShape(op.kind) == plan::OpShape::Pipeline) {
     for (auto &inner : op.ops) localDataAccess(inner, id, out);
-    break;
-  // No local access, as the Python DSL's local_data_access (sync ops, switch ops, rppkt).
-  case OpKind::Nop: case OpKind::Barrier: case OpKind::ReadPutPackets: case OpKind::Signal: case OpKind::Wait:
-  case OpKind::Flush: case OpKind::MultiLoadReduceStore: case OpKind::RelaxedSignal: case OpKind::RelaxedWait:
-  case OpKind::SemRelease: case OpKind::SemAcquire: case OpKind::MultiStore: case OpKind::MultiStorePackets:
-  case OpKind::MultiLoadReduce:
-    break;
+    return;
   }
+  for (size_t i = 0; i < op.localSrc.size(); ++i) // local entries come first in src_buff
+    if (plan::syncAccess(op.kind, true, i)) out.push_back(access(id, op.localSrc[i], Access::Read));
+  for (size_t i = 0; i < op.localDst.size(); ++i) // packet destinations are localPktDst, never accesses
+    if (plan::syncAccess(op.kind, false, i)) out.push_back(access(id, op.localDst[i], Access::Write));
 }
 } // namespace
 

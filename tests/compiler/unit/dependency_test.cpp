@@ -80,3 +80,15 @@ TEST_CASE("packet ops: first source of repkt, packet writes and remote chunks ar
   r.copy(in.slice(0, 1), in.slice(6, 7), 0); // w i0 conflicts with cpkt's read of i0
   CHECK(names(deps(p)) == "cpkt upkt repkt nop copy");
 }
+
+TEST_CASE("a packet reduce reads its packet sources, not its accumulator (plan::syncAccess)", "[dependency]") {
+  Program p(msccl::test::testOptions(2, 8, 8));
+  auto r = p.rank(0);
+  auto in = r.getInputBuffer();
+  auto s = p.scratchBuffer(0, 4);
+  r.reduce(in.slice(0, 1), {s.slice(1, 2)}, 0, nullptr, in.slice(3, 4), ReduceOperationType::Sum, true); // r s1, w i3
+  r.copy(in.slice(0, 1), in.slice(6, 7), 0); // w i0: the accumulator is not tracked, no conflict
+  CHECK(names(deps(p)) == "repkt copy");
+  r.copy(s.slice(1, 2), in.slice(7, 8), 0); // w s1: conflicts with the read of the packet source
+  CHECK(names(deps(p)) == "repkt copy nop copy");
+}

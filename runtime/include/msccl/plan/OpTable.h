@@ -111,6 +111,21 @@ MSCCL_OPTABLE_HD constexpr bool entryIsPacket(OpType t, ChannelType ct, bool isS
   return (role & oprole::Pkt) || ((role & oprole::PortPkt) && ct == ChannelType::Port);
 }
 
+/// Whether entry `k` of the src (`isSrc`) or dst side of op `t`, when it is a local entry, is a
+/// data access for the compiler's sync inference (passes/Dependency.cpp; the Python DSL's
+/// local_data_access(sync_purpose=True)): local entries not addressed as packets, except that a
+/// packet reduce counts its packet sources and not its accumulator (src_buff[0]), and that no
+/// entry of a switch-channel op counts. The op's reads are src entries, its writes dst entries.
+MSCCL_OPTABLE_HD constexpr bool syncAccess(OpType t, bool isSrc, size_t k) {
+  const OpRow r = opRow(t);
+  if (!(r.traits & optrait::Data) || (r.traits & optrait::Switch)) return false;
+  const EntryRole role = (isSrc ? r.src : r.dst).role(k);
+  if ((role & oprole::LocMask) != oprole::L && (role & oprole::LocMask) != oprole::A) return false;
+  const bool packet = (role & oprole::Pkt) != 0;
+  const bool packetReduce = (r.traits & optrait::Reduce) && (r.traits & optrait::Packet);
+  return isSrc && packetReduce ? packet : !packet;
+}
+
 /// Whether op type `t` reads and/or writes LL packets (cpkt, upkt, ppkt, rppkt, *pkt, gstorepkt).
 MSCCL_OPTABLE_HD constexpr bool isPacketOp(OpType t) { return opHas(t, optrait::Packet); }
 /// Whether `t` honours pipeline windows (docs/spec/plan-format.md, plan#8.6).
