@@ -1,5 +1,6 @@
 //===- Lower.cpp - Processed IR -> plan::Plan (the to_dict methods of the DSL) ----------===//
 #include "msccl/backend/Lower.h"
+#include "msccl/plan/OpTable.h"
 
 #include <stdexcept>
 
@@ -48,84 +49,84 @@ plan::BufferRef userChunk(const Chunk &c, int64_t index) {
   return r;
 }
 
-plan::Op lowerOp(const Op &op, const Mapping &m) {
-  plan::Op p;
-  p.type = op.kind;
-  switch (op.kind) {
-  case OpKind::Nop:
-    break;
-  case OpKind::Barrier:
-    p.barrierId = uint32_t(m.shift.id(op.barrierId));
-    p.numThreadblocks = op.numThreadblocks;
-    break;
-  case OpKind::SemAcquire: case OpKind::SemRelease:
-    p.semaphoreIds.reserve(op.ids.size());
-    for (auto id : op.ids) p.semaphoreIds.push_back(uint32_t(m.shift.id(id)));
-    break;
-  case OpKind::Signal: case OpKind::Wait: case OpKind::RelaxedSignal: case OpKind::RelaxedWait: case OpKind::Flush:
-    p.channelIds = m.replicate ? PySet::fromList(op.syncChannelIds.toList()).toList() : op.syncChannelIds.toList();
-    p.channelType = op.channelType;
-    break;
-  case OpKind::Copy: case OpKind::CopyPackets: case OpKind::UnpackPackets:
-    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
-    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
-    if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
-    break;
-  case OpKind::Get:
-    for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
-    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
-    p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end());
-    p.channelType = op.channelType;
-    if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
-    break;
-  case OpKind::Put: case OpKind::PutPackets: case OpKind::ReadPutPackets: case OpKind::PutWithSignal:
-  case OpKind::PutWithSignalAndFlush:
-    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
-    for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
-    if (op.channelType == ChannelType::Port) p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end()); // memory puts omit them (Python)
-    p.channelType = op.channelType;
-    if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
-    break;
-  case OpKind::Reduce: case OpKind::ReducePackets: case OpKind::ReduceCopyPackets: case OpKind::ReduceSend:
-  case OpKind::ReduceSendPackets: case OpKind::ReduceCopySendPackets: case OpKind::ReadReduce: case OpKind::ReadReduceSend:
-    p.src.reserve(op.localSrc.size() + op.remoteSrc.size());
-    for (auto &c : op.localSrc) p.src.push_back(local(c, m));
-    for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
-    for (auto &c : op.localDst) p.dst.push_back(local(c, m));
-    for (auto &c : op.localPktDst) p.dst.push_back(localUnshifted(c));
-    for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
-    if (op.channelType != ChannelType::None) p.channelType = op.channelType;
-    p.reduceOp = op.reduceOp;
-    if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
-    break;
-  case OpKind::MultiLoadReduce:
+plan::Op lowerOp(const Op &op, const Mapping &m);
+
+/// A data op's entries, channel, reduction and threadblock group, by its table row: local
+/// sources first (shifted), then remote ones; local, packet (never shifted: Python's bug, copied
+/// for parity) and remote destinations. channel_ids as the Python DSL writes them: a put names
+/// them over port channels only, a get always, a reduce never.
+void lowerDataOp(const Op &op, const Mapping &m, plan::Op &p) {
+  p.src.reserve(op.localSrc.size() + op.remoteSrc.size());
+  for (auto &c : op.localSrc) p.src.push_back(local(c, m));
+  for (auto &c : op.remoteSrc) p.src.push_back(remote(c, m));
+  for (auto &c : op.localDst) p.dst.push_back(local(c, m));
+  for (auto &c : op.localPktDst) p.dst.push_back(localUnshifted(c));
+  for (auto &c : op.remoteDst) p.dst.push_back(remote(c, m));
+  const bool names = plan::isPutFamily(op.kind) ? op.channelType == ChannelType::Port
+                                                 : !plan::isReduceFamily(op.kind) && !op.remoteSrc.empty();
+  if (names) p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end());
+  if (op.channelType != ChannelType::None) p.channelType = op.channelType;
+  if (plan::isReduceFamily(op.kind)) p.reduceOp = op.reduceOp;
+  if (op.tbg) p.tbg = plan::TbgInfo{op.tbg->tbId, op.tbg->tbgSize};
+}
+
+/// A switch-channel op (glre, glres, gstore, gstorepkt), by its shape and Reduce trait.
+void lowerSwitchOp(const Op &op, const Mapping &m, plan::Op &p) {
+  p.channelType = op.channelType;
+  if (plan::opShape(op.kind) == plan::OpShape::GroupLoadReduce) { // glre: into one user chunk
     p.glreBufferType = op.switchBuffer;
     p.glreBufferOffset = u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset");
     p.glreSize = u(op.switchSize, "size");
     p.glreDstChunk = userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize));
     p.channelIds = std::vector<uint32_t>(op.channelIds.begin(), op.channelIds.end());
-    p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
-    break;
-  case OpKind::MultiStore: case OpKind::MultiStorePackets:
-    p.src.push_back(userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize)));
-    p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, 0), u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset"),
-                                               u(op.switchSize, "size")));
-    p.channelType = op.channelType;
-    break;
-  case OpKind::MultiLoadReduceStore:
+  } else if (plan::opHas(op.kind, plan::optrait::Reduce)) { // glres
     for (size_t i = 0; i < op.srcIndex.size(); ++i)
       p.src.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex[i], op.switchSize), "index"), u(op.switchSize, "size")));
     // [BUG copied for parity] Python writes the source index into dst_buff.
     for (size_t i = 0; i < op.dstIndex.size(); ++i)
       p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
-    p.channelType = op.channelType;
     p.reduceOp = op.reduceOp;
+  } else { // gstore, gstorepkt: from one user chunk
+    p.src.push_back(userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize)));
+    p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, 0), u(m.shift.buf(op.bufferOffset, op.switchSize), "buffer offset"),
+                                               u(op.switchSize, "size")));
+  }
+}
+
+/// One op of the IR into a plan op, by its table shape.
+plan::Op lowerOp(const Op &op, const Mapping &m) {
+  plan::Op p;
+  p.type = op.kind;
+  if (plan::isSwitchOp(op.kind)) {
+    lowerSwitchOp(op, m, p);
+    return p;
+  }
+  switch (plan::opShape(op.kind)) {
+  case plan::OpShape::Nop:
     break;
-  case OpKind::Pipeline:
+  case plan::OpShape::Barrier:
+    p.barrierId = uint32_t(m.shift.id(op.barrierId));
+    p.numThreadblocks = op.numThreadblocks;
+    break;
+  case plan::OpShape::Sem:
+    p.semaphoreIds.reserve(op.ids.size());
+    for (auto id : op.ids) p.semaphoreIds.push_back(uint32_t(m.shift.id(id)));
+    break;
+  case plan::OpShape::Sync:
+    p.channelIds = m.replicate ? PySet::fromList(op.syncChannelIds.toList()).toList() : op.syncChannelIds.toList();
+    p.channelType = op.channelType;
+    break;
+  case plan::OpShape::Data:
+    lowerDataOp(op, m, p);
+    break;
+  case plan::OpShape::Pipeline:
     p.iterContext = plan::IterContext{u(op.unit, "unit"), u(op.numChunks, "num_chunks")};
     p.ops.reserve(op.ops.size());
     for (auto &inner : op.ops) p.ops.push_back(lowerOp(inner, m));
+    break;
+  case plan::OpShape::GroupLoadReduce:
+    lowerSwitchOp(op, m, p);
     break;
   }
   return p;
