@@ -2,8 +2,8 @@
 //
 // See CudaRankSession.h. Opening: lower the plan, build a context that holds only this rank
 // (buildContext with `local`), allocate the rank's data buffer (input and output) as shareable
-// memory, exchange the three export handles (data, scratch, inbound counters) with one
-// allGather, map the peers this rank's kernels reach, wire the channels and bind the buffers;
+// memory, exchange the four export handles (data, scratch, memory- and port-channel inbound
+// counters) with one allGather, map the peers this rank's kernels reach, wire the channels and bind the buffers;
 // every step that can fail on one rank only is followed by an agreement round, so that all
 // ranks throw together instead of some waiting for the others forever.
 //
@@ -33,7 +33,7 @@ using namespace detail;
 
 namespace {
 
-/// What each rank tells the others when the session opens: its three shareable regions.
+/// What each rank tells the others when the session opens: its four shareable regions.
 struct SharedRegions {
   static constexpr size_t kHandleBytes = 128;
   enum Region { Data, Scratch, Inbound, PortInbound, Count };
@@ -46,7 +46,8 @@ struct SharedRegions {
 
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
-enum Outcome : uint64_t { Ok = 0, PeerFailed = 1, Failed = 2, TimedOut = 3 };
+/// How a launch of `execute` ended on a rank; the ranks agree on the worst (the largest).
+enum Outcome : uint64_t { Ok = 0, Failed = 1, TimedOut = 2 };
 
 } // namespace
 
@@ -63,7 +64,7 @@ struct CudaRankSession::Impl {
   std::unique_ptr<Context> ctx;
   char *data = nullptr, *input = nullptr, *output = nullptr;
   uint64_t dataBytes = 0;
-  std::vector<uint8_t> hostIn, hostOut;
+  std::vector<uint8_t> hostIn, hostOut; ///< execute's input and output (sized there: calls need none)
   uint64_t launches = 0;
 
   Impl(Communicator &c, const plan::Plan &p, const runtime::RunOptions &o, const runtime::DistributedOptions &d,
@@ -169,20 +170,16 @@ struct CudaRankSession::Impl {
     data = static_cast<char *>(ctx->memory.shareable(dev, dataBytes));
     input = data + mine.inputOffset;
     output = data + mine.outputOffset;
-    hostIn.assign(ms.inputBytes, 0);
-    hostOut.assign(ms.outputBytes, 0);
     const RankState &s = ctx->ranks[me];
-    putHandle(mine, SharedRegions::Data, data, dataBytes);
-    putHandle(mine, SharedRegions::Scratch, s.scratch, s.lowered.scratchBytes);
-    putHandle(mine, SharedRegions::Inbound, s.memoryInbound, sizeof(uint64_t) * std::max<size_t>(1, s.lowered.numMemoryChannels));
-    std::vector<uint8_t> h = api->exportHostMapped(s.portInbound);
-    std::memcpy(mine.handle[SharedRegions::PortInbound], h.data(), std::min(h.size(), SharedRegions::kHandleBytes));
-    mine.handleBytes[SharedRegions::PortInbound] = uint32_t(std::min(h.size(), SharedRegions::kHandleBytes));
-    mine.bytes[SharedRegions::PortInbound] = sizeof(uint64_t) * (s.lowered.numPortChannels + 1);
+    putHandle(mine, SharedRegions::Data, api->exportMemory(dev, data), dataBytes);
+    putHandle(mine, SharedRegions::Scratch, api->exportMemory(dev, s.scratch), s.lowered.scratchBytes);
+    putHandle(mine, SharedRegions::Inbound, api->exportMemory(dev, s.memoryInbound),
+              sizeof(uint64_t) * std::max<size_t>(1, s.lowered.numMemoryChannels));
+    putHandle(mine, SharedRegions::PortInbound, api->exportHostMapped(s.portInbound),
+              sizeof(uint64_t) * (s.lowered.numPortChannels + 1));
   }
 
-  void putHandle(SharedRegions &mine, SharedRegions::Region region, void *ptr, uint64_t bytes) {
-    std::vector<uint8_t> h = api->exportMemory(dev, ptr);
+  static void putHandle(SharedRegions &mine, SharedRegions::Region region, const std::vector<uint8_t> &h, uint64_t bytes) {
     if (h.size() > SharedRegions::kHandleBytes)
       throw ExecutionError(ErrorKind::Backend, "an export handle of " + std::to_string(h.size()) + " bytes does not fit");
     std::memcpy(mine.handle[region], h.data(), h.size());
@@ -233,9 +230,11 @@ struct CudaRankSession::Impl {
     out[me] = output;
     for (uint32_t p : reachedPeers()) {
       const SharedRegions &sr = regions[p];
+      auto handle = [&](SharedRegions::Region region) {
+        return std::vector<uint8_t>(sr.handle[region], sr.handle[region] + sr.handleBytes[region]);
+      };
       auto map = [&](SharedRegions::Region region) {
-        std::vector<uint8_t> h(sr.handle[region], sr.handle[region] + sr.handleBytes[region]);
-        return static_cast<char *>(ctx->memory.imported(dev, h, sr.bytes[region]));
+        return static_cast<char *>(ctx->memory.imported(dev, handle(region), sr.bytes[region]));
       };
       char *peerData = map(SharedRegions::Data);
       RankState &s = ctx->ranks[p];
@@ -243,9 +242,8 @@ struct CudaRankSession::Impl {
       out[p] = peerData + sr.outputOffset;
       s.scratch = map(SharedRegions::Scratch);
       s.memoryInbound = reinterpret_cast<uint64_t *>(map(SharedRegions::Inbound));
-      std::vector<uint8_t> h(sr.handle[SharedRegions::PortInbound],
-                             sr.handle[SharedRegions::PortInbound] + sr.handleBytes[SharedRegions::PortInbound]);
-      s.portInbound = static_cast<uint64_t *>(ctx->memory.importedHostMapped(h, sr.bytes[SharedRegions::PortInbound]));
+      s.portInbound = static_cast<uint64_t *>(
+          ctx->memory.importedHostMapped(handle(SharedRegions::PortInbound), sr.bytes[SharedRegions::PortInbound]));
     }
     wireChannels(*ctx);
     if (ctx->usesPort) setupPortProxy(*ctx);
@@ -261,16 +259,13 @@ struct CudaRankSession::Impl {
 
   /// One launch of this rank, then the ranks agree on how every one ended.
   void launchOnce() {
-    advanceFlag(*ctx);
-    const uint64_t launch = ++launches;
     GpuState &g = ctx->gpus.at(0);
-    const uint64_t timeoutNs = timeoutSeconds > 0 ? uint64_t(timeoutSeconds * 1e9) : 0;
+    uint64_t launch = launches + 1;
     Outcome outcome = Ok;
     std::string backendError;
     std::vector<std::string> diags;
     try {
-      api->launch(g.device, launchRecord(*ctx, g, options.packetType, options.dataType, timeoutNs), g.numBlocks,
-                  ctx->ranks[me].lowered.numThreadsPerBlock, g.stream, g.cooperative);
+      launch = enqueueLaunch(g.stream);
       api->synchronize(g.device, g.stream);
       diags = abandonedWaits(*ctx, timeoutSeconds);
       if (diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
@@ -308,7 +303,8 @@ struct CudaRankSession::Impl {
 
   double execute(const std::function<void(uint8_t *)> &fill, unsigned warmup, unsigned iterations) {
     if (!comm.stopped().empty()) throw ExecutionError(ErrorKind::Deadlock, "not run: " + comm.stopped());
-    std::fill(hostIn.begin(), hostIn.end(), 0);
+    hostIn.assign(rep.sizes.inputBytes, 0);
+    hostOut.resize(rep.sizes.outputBytes);
     fill(hostIn.data());
     {
       std::vector<uint8_t> zeros(dataBytes, 0);
