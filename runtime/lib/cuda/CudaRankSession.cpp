@@ -332,10 +332,7 @@ struct CudaRankSession::Impl {
   /// On a GPU the call is stream-ordered (callAsync) unless MSCCL_CUDA_SYNC_CALLS=1; on the host
   /// implementation, whose streams are not the caller's, it is host-synchronous.
   void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
-    if (sendBytes > rep.sizes.inputBytes || recvBytes > rep.sizes.outputBytes)
-      throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
-                                                  " bytes for a session of " + std::to_string(rep.sizes.inputBytes) + "/" +
-                                                  std::to_string(rep.sizes.outputBytes));
+    runtime::checkCallBytes(rep.sizes, sendBytes, recvBytes);
     if (aborted.load()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": this session was aborted");
     if (!comm.stopped().empty()) throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": not run: " + comm.stopped());
     if (lastDone) {

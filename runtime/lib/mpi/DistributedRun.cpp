@@ -784,11 +784,7 @@ double DistributedSession::execute(const std::function<void(uint8_t *input)> &fi
 }
 void DistributedSession::executeNext(const std::function<void(uint8_t *input)> &fill) { impl_->executeNext(fill); }
 void DistributedSession::call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *) {
-  const MessageSizes &ms = impl_->rep.sizes;
-  if (sendBytes > ms.inputBytes || recvBytes > ms.outputBytes)
-    throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
-                                                " bytes for a session of " + std::to_string(ms.inputBytes) + "/" +
-                                                std::to_string(ms.outputBytes));
+  checkCallBytes(impl_->rep.sizes, sendBytes, recvBytes);
   impl_->executeNext([&](uint8_t *input) {
     if (sendBytes) std::memcpy(input, send, sendBytes);
   });

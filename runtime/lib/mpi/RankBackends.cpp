@@ -68,6 +68,13 @@ std::unique_ptr<RankSession> openRankSession(const std::string &name, Communicat
   return f(comm, plan, options, dist);
 }
 
+void checkCallBytes(const MessageSizes &ms, size_t sendBytes, size_t recvBytes) {
+  if (sendBytes > ms.inputBytes || recvBytes > ms.outputBytes)
+    throw ExecutionError(ErrorKind::Misuse, "call: " + std::to_string(sendBytes) + "/" + std::to_string(recvBytes) +
+                                                " bytes for a session of " + std::to_string(ms.inputBytes) + "/" +
+                                                std::to_string(ms.outputBytes));
+}
+
 RunReport runCollectiveRanks(const std::string &backend, Communicator &comm, const Plan &plan, const RunOptions &o,
                              const DistributedOptions &dist) {
   if (plan.variableSizes) // AllToAllV: every process resolves the same matrix, then runs its rank

@@ -74,6 +74,10 @@ public:
   virtual void abort() = 0;
 };
 
+/// RankSession::call's argument check, for every implementation: throws ExecutionError(Misuse)
+/// naming both when `sendBytes`/`recvBytes` exceed the session's S_in/S_out (`sizes`).
+void checkCallBytes(const MessageSizes &sizes, size_t sendBytes, size_t recvBytes);
+
 /// Opens `plan` at options.size for this process's rank (collective; throws what the session's
 /// constructor throws).
 using RankSessionFactory = std::function<std::unique_ptr<RankSession>(Communicator &comm, const plan::Plan &plan,
