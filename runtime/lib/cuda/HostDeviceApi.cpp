@@ -2,8 +2,8 @@
 //
 // See DeviceApi.h. Memory: aligned host allocations (256 bytes, as cudaMalloc) recorded with
 // their device so that deviceOf answers as cudaPointerGetAttributes does; shareable memory is a
-// POSIX shared memory object (shm_open, mapped shared; its name is the export handle, unlinked
-// when the owner releases it). A stream: an
+// POSIX shared memory object (SharedMemoryObject.h; its name is the export handle, unlinked
+// once every peer mapped it, sealShareable, or when the owner releases it). A stream: an
 // in-order task queue served by its own thread, with its own HostKernelRunner for launches.
 // An event: a record counter (bumped when record is called) and a completed counter (set when
 // the record task runs); streamWait enqueues a task that waits for the record it saw, as
@@ -17,8 +17,6 @@
 #include "msccl/runtime/Executor.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +26,6 @@
 #include <mutex>
 #include <thread>
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
