@@ -743,12 +743,13 @@ Executor::~Executor() = default;
 
 void Executor::abort() { impl_->abortAll(); }
 
-void Executor::copy(void *dst, const void *src, size_t bytes) {
+void Executor::copy(void *dst, const void *src, size_t bytes, void *stream) {
   if (!bytes)
     return;
   try {
     if (!impl_->backend)
       impl_->backend = runtime::createExecutor(backendName(comm_->backend()));
+    impl_->backend->synchronizeStream(stream); // a stream-ordered execute may still be running
     impl_->backend->download(dst, src, bytes);
   } catch (const Error &) {
     throw;

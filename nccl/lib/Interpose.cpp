@@ -314,7 +314,7 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
       c.reduceSink.resize(call.recvBytes);
     recv = c.reduceSink.data();
     if (call.inPlace) {
-      c.executor->copy(recv, call.send, call.sendBytes);
+      c.executor->copy(recv, call.send, call.sendBytes, reinterpret_cast<void *>(call.stream));
       send = recv;
     }
   }
@@ -325,9 +325,9 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == call.root)) {
       if (c.hostBuffers) {
         applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
-      } else { // device memory: scaled in a host copy (host-synchronous, as the call itself)
+      } else { // device memory: scaled in a host copy, once the call's stream has run the plan
         std::vector<uint8_t> host(call.recvBytes);
-        c.executor->copy(host.data(), call.recv, call.recvBytes);
+        c.executor->copy(host.data(), call.recv, call.recvBytes, reinterpret_cast<void *>(call.stream));
         applyAfter(po, host.data(), call.recvBytes / es, dt, c.size);
         c.executor->copy(call.recv, host.data(), call.recvBytes);
       }

@@ -129,9 +129,9 @@ CallReduce callReduceArgument(py::handle op) {
 
 /// After an avg call: the `bytes` of `out` (host memory) divided by the plan's rank count.
 /// 'avg': the sum divided by the rank count afterwards; in a host copy when the result is in
-/// device memory (the CUDA backend), as the call itself is host-synchronous.
+/// device memory (the CUDA backend), once `stream`, on which the call ran, has run it.
 void applyAverage(const CallReduce &r, void *out, size_t bytes, msccl::plan::DataType dt, size_t ranks,
-                  msccl::Executor &ex, bool deviceMemory) {
+                  msccl::Executor &ex, bool deviceMemory, uintptr_t stream = 0) {
   if (!r.average)
     return;
   if (!deviceMemory) {
@@ -139,7 +139,7 @@ void applyAverage(const CallReduce &r, void *out, size_t bytes, msccl::plan::Dat
     return;
   }
   std::vector<uint8_t> host(bytes);
-  ex.copy(host.data(), out, bytes);
+  ex.copy(host.data(), out, bytes, reinterpret_cast<void *>(stream));
   msccl::runtime::divideElements(host.data(), bytes / msccl::plan::dataTypeBytes(dt), dt, uint32_t(ranks));
   ex.copy(out, host.data(), bytes);
 }
@@ -423,7 +423,7 @@ void executeOne(PyExecutor &ex, py::object send, py::object recv, py::object pla
   }
   py::gil_scoped_release release;
   ex.executor->execute(r, in.ptr, out.ptr, in.bytes, out.bytes, dt, cr.op, p, reinterpret_cast<void *>(stream));
-  applyAverage(cr, out.ptr, out.bytes, dt, p->gpus.size(), *ex.executor, device);
+  applyAverage(cr, out.ptr, out.bytes, dt, p->gpus.size(), *ex.executor, device, stream);
 }
 
 // Every rank of `plan` in this process: a local communicator, one thread per rank.

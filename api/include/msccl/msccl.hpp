@@ -395,10 +395,13 @@ public:
                plan::ReduceOp redop, const PlanPtr &plan, void *stream = nullptr);
 
   /// Copies `bytes` between buffers of this Executor's backend and host memory, in any direction
-  /// (CPU: memmove; CUDA: cudaMemcpy with cudaMemcpyDefault), returning when they have landed:
-  /// for callers that post-process a result on the host (the NCCL shim's ncclAvg and PreMulSum).
-  /// Throws Error(Backend) on a CUDA error, Error(Unsupported) without the backend.
-  void copy(void *dst, const void *src, size_t bytes);
+  /// (CPU: memmove; CUDA: cudaMemcpy with cudaMemcpyDefault), once the work queued on `stream`
+  /// (a cudaStream_t; null: the legacy default stream) has run, returning when they have landed:
+  /// for callers that post-process on the host the result of an execute on that stream, which
+  /// on CUDA may still be running when execute returns (the NCCL shim's ncclAvg and PreMulSum,
+  /// Python's op="avg"). Throws Error(Backend) on a CUDA error, Error(Unsupported) without the
+  /// backend.
+  void copy(void *dst, const void *src, size_t bytes, void *stream = nullptr);
 
   /// AllToAllV: run a plan with variable_sizes (docs/spec/plan-format.md §10.8, e.g.
   /// stdlib:alltoallv/allpairs) for `rank` with the count matrix of this call.

@@ -63,9 +63,10 @@ public:
   /// bytes from `send`, the next launch, `recvBytes` (<= S_out) output bytes to `recv` (fewer
   /// than S_in/S_out: an AllToAllV rank's own row and column of a padded plan). The buffers are the
   /// backend's memory (host memory for "cpu"; device or host memory for the CUDA backends,
-  /// copied with cudaMemcpyDefault); they may alias as the in-place conventions say. On CUDA
-  /// the call first waits for the caller's `stream` (cudaStream_t; null: the legacy default
-  /// stream) and returns when `recv` holds the result (host-synchronous). Not a collective round
+  /// copied with cudaMemcpyDefault); they may alias as the in-place conventions say. On a GPU
+  /// the copies and the launch are enqueued on the caller's `stream` (cudaStream_t; null: the
+  /// legacy default stream) and the call returns: `recv` holds the result once that stream has
+  /// run it (CudaRankSession.h); elsewhere the call returns when `recv` holds it. Not a collective round
   /// per se, but every rank makes the same calls in the same order. Errors as execute's; after a
   /// failed call the session (and its communicator) refuse later calls.
   virtual void call(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) = 0;
