@@ -29,41 +29,25 @@ Allocations::~Allocations() {
     }
 }
 
-void *Allocations::device(int dev, size_t bytes) {
-  void *p = api_.allocate(dev, bytes);
-  blocks_.push_back({dev, p, Kind::Device, bytes});
-  return p;
+void *Allocations::keep(int dev, void *ptr, Kind kind, size_t bytes) {
+  blocks_.push_back({dev, ptr, kind, bytes});
+  return ptr;
 }
 
+void *Allocations::device(int dev, size_t bytes) { return keep(dev, api_.allocate(dev, bytes), Kind::Device, bytes); }
 void *Allocations::shareable(int dev, size_t bytes) {
-  void *p = api_.allocateShareable(dev, bytes);
-  blocks_.push_back({dev, p, Kind::Shareable, bytes});
-  return p;
+  return keep(dev, api_.allocateShareable(dev, bytes), Kind::Shareable, bytes);
 }
-
 void *Allocations::imported(int dev, const std::vector<uint8_t> &handle, size_t bytes) {
-  void *p = api_.importMemory(dev, handle, bytes);
-  blocks_.push_back({dev, p, Kind::Imported, bytes});
-  return p;
+  return keep(dev, api_.importMemory(dev, handle, bytes), Kind::Imported, bytes);
 }
-
 void *Allocations::shareableHostMapped(size_t bytes) {
-  void *p = api_.allocateShareableHostMapped(bytes);
-  blocks_.push_back({0, p, Kind::SharedHost, bytes});
-  return p;
+  return keep(0, api_.allocateShareableHostMapped(bytes), Kind::SharedHost, bytes);
 }
-
 void *Allocations::importedHostMapped(const std::vector<uint8_t> &handle, size_t bytes) {
-  void *p = api_.importHostMapped(handle, bytes);
-  blocks_.push_back({0, p, Kind::SharedHost, bytes});
-  return p;
+  return keep(0, api_.importHostMapped(handle, bytes), Kind::SharedHost, bytes);
 }
-
-void *Allocations::hostMapped(size_t bytes) {
-  void *p = api_.allocateHostMapped(bytes);
-  blocks_.push_back({0, p, Kind::HostMapped, bytes});
-  return p;
-}
+void *Allocations::hostMapped(size_t bytes) { return keep(0, api_.allocateHostMapped(bytes), Kind::HostMapped, bytes); }
 
 Context::~Context() {
   // Drain before stopping anything: a queued kernel may wait on port signals that only the

@@ -49,6 +49,7 @@ private:
   struct Block { int dev; void *ptr; Kind kind; size_t bytes; };
   DeviceApi &api_;
   std::vector<Block> blocks_;
+  void *keep(int dev, void *ptr, Kind kind, size_t bytes); ///< records `ptr` for release; returns it
 };
 
 struct RankState {
