@@ -1,6 +1,7 @@
 // The op table (PlanEnums.def rows, plan/OpTable.h queries): its traits agree with the ops'
-// JSON spellings and shapes, its operand roles give the packet addressing every executor uses,
-// and the queries are constant expressions.
+// JSON spellings and shapes, its operand roles give the packet addressing every executor uses
+// and one form per local reduce (what fusion and the MSCCLPPLang reader rely on), and the
+// queries are constant expressions.
 #include "msccl/plan/OpTable.h"
 
 #include <catch2/catch.hpp>
@@ -110,4 +111,29 @@ TEST_CASE("op table packet roles", "[optable]") {
         CHECK(entryIsPacket(t, ChannelType::Memory, false, k) == (k >= first && k < end));
       }
     }
+}
+
+TEST_CASE("each local reduce has its own form, read from its roles", "[optable]") {
+  unsigned reduces = 0;
+  for (unsigned i = 0; i < kNumOpTypes; ++i) {
+    const OpType t = opAt(i);
+    if (!isReduceFamily(t))
+      continue;
+    ++reduces;
+    INFO("op " << nameOf(t));
+    CHECK(reduceOfForm(reduceForm(t)) == t); // no other reduce has its form
+    CHECK(reduceForm(t).packet == isPacketReduce(t));
+  }
+  CHECK(reduces == 8);
+  // What fusion and the MSCCLPPLang reader rely on.
+  CHECK(reduceOfForm(ReduceForm{}) == OpType::Reduce);
+  CHECK(reduceOfForm(ReduceForm{false, false, false, true}) == OpType::ReduceSend);
+  CHECK(reduceOfForm(ReduceForm{true, false, false, false}) == OpType::ReadReduce);
+  CHECK(reduceOfForm(ReduceForm{true, false, false, true}) == OpType::ReadReduceSend);
+  CHECK(reduceOfForm(ReduceForm{false, true, false, false}) == OpType::ReducePackets);
+  CHECK(reduceOfForm(ReduceForm{false, true, false, true}) == OpType::ReduceSendPackets);
+  CHECK(reduceOfForm(ReduceForm{false, true, true, false}) == OpType::ReduceCopyPackets);
+  CHECK(reduceOfForm(ReduceForm{false, true, true, true}) == OpType::ReduceCopySendPackets);
+  CHECK_FALSE(reduceOfForm(ReduceForm{true, true, false, false})); // no reduce of peers' packets
+  CHECK_FALSE(reduceOfForm(ReduceForm{false, false, true, false})); // no plain reduce writes packets
 }

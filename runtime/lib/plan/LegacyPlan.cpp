@@ -19,11 +19,15 @@
 // Today's tables are built in first-use order, as our lowering builds them: one gpu channel entry
 // per type in order of first declaration then one switch entry per rank group; remote buffers
 // (peer, buffer type) and each threadblock's remote-buffer refs in order of first use by an op.
+// An old op's name gives today's op (LegacyOps.def); its operands are read by today's op's row in
+// the op table (plan/OpTable.h: the shape; for a data op its traits, entry roles and reduce form),
+// not by a list of op kinds, and an op whose row fits no reader is an internal error.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/plan/LegacyPlan.h"
 
 #include "JsonNode.h"
+#include "msccl/plan/OpTable.h"
 
 #include <algorithm>
 #include <fstream>
@@ -36,17 +40,22 @@ namespace {
 
 using namespace json_read;
 
-std::optional<OpType> legacyOp(std::string_view name) {
-#define MSCCL_LEGACY_OP(Old, Today, Handler)                                                        \
+/// Today's op for an old op name: in general, and when the old op's `ctype` is port.
+struct LegacyOp {
+  OpType today, overPort;
+};
+
+std::optional<LegacyOp> legacyOp(std::string_view name) {
+#define MSCCL_LEGACY_OP(Old, Today, OverPort, Handler)                                              \
   if (name == Old)                                                                                  \
-    return OpType::Today;
+    return LegacyOp{OpType::Today, OpType::OverPort};
 #include "msccl/plan/LegacyOps.def"
   return std::nullopt;
 }
 
 std::string legacyOpList() {
   std::string s;
-#define MSCCL_LEGACY_OP(Old, Today, Handler) s += std::string(s.empty() ? "`" : ", `") + Old + "`";
+#define MSCCL_LEGACY_OP(Old, Today, OverPort, Handler) s += std::string(s.empty() ? "`" : ", `") + Old + "`";
 #include "msccl/plan/LegacyOps.def"
   return s;
 }
@@ -173,194 +182,213 @@ struct OpReader {
     return t;
   }
 
-  Op read(const Node &n) {
-    n.object();
-    Node nameNode = n.at("name");
-    const std::string &name = nameNode.str();
-    auto type = legacyOp(name);
-    if (!type)
-      nameNode.fail("unknown operation `" + name + "` of the older plan format (expected one of " + legacyOpList() + ")");
-    Op op;
-    op.type = *type;
-    auto cnt = [&] { return n.at("cnt").u64(); };
-    auto localAt = [&](const char *bufKey, const char *offKey, uint64_t size) {
-      return BufferRef::local(buf(n.at(bufKey)), n.at(offKey).u64(), size);
-    };
-    auto sameCount = [&](const char *a, const char *b) {
-      size_t na = n.at(a).array(), nb = n.at(b).array();
-      if (na != nb)
-        n.at(b).fail("`" + std::string(a) + "` has " + std::to_string(na) + " entries but `" + b + "` has " + std::to_string(nb));
-      return na;
-    };
-    // A port `ppkt` of the old executor copies packets that are already in local scratch (it sends
-    // 2*cnt bytes from scratch at twice the source offset): today that is a port `rppkt`, while a
-    // port `ppkt` packetises plain data.
-    if (op.type == OpType::PutPackets && legacyChannelType(n.at("ctype")) == ChannelType::Port)
-      op.type = OpType::ReadPutPackets;
-    switch (op.type) {
-    case OpType::Nop:
-      if (auto deps = n.find("deps"))
-        deps->array(); // the old executor ignores them; the nop itself is the sync
-      break;
-    case OpType::Barrier:
-      op.barrierId = n.at("barrier_id").u32();
-      op.numThreadblocks = n.at("nthread_blocks").u32();
-      break;
-    case OpType::Signal:
-    case OpType::Flush:
-    case OpType::Wait: {
-      bool in = op.type == OpType::Wait;
-      ChannelType t = ctype(n);
-      op.channelType = t;
-      op.channelIds = channels(n.at(in ? "i_cids" : "o_cids"), key(n, in ? "i_buff" : "o_buff", t));
-      break;
-    }
-    case OpType::Put:
-    case OpType::PutWithSignal:
-    case OpType::PutWithSignalAndFlush:
-    case OpType::PutPackets: { // memory only (see above)
-      // The old channel reads from its own local buffer (o_buff.src) at the offsets of `srcs`.
-      ChannelType t = ctype(n);
-      Key k = key(n, "o_buff", t);
-      size_t count = sameCount("srcs", "o_cids");
-      uint64_t size = cnt();
-      Node srcs = n.at("srcs"), dsts = n.at("o_cids");
-      std::vector<uint32_t> ids;
-      for (size_t i = 0; i < count; ++i) {
-        srcs[i].object();
-        op.src.push_back(BufferRef::local(k.src, srcs[i].at("off").u64(), size));
-        op.dst.push_back(remote(dsts[i], k, size));
-        ids.push_back(channel(dsts[i], k));
+  static uint64_t cnt(const Node &n) { return n.at("cnt").u64(); }
+
+  static BufferRef localAt(const Node &n, const char *bufKey, const char *offKey, uint64_t size) {
+    return BufferRef::local(buf(n.at(bufKey)), n.at(offKey).u64(), size);
+  }
+
+  /// The length of the lists `a` and `b` of `n`, which must be equal.
+  static size_t sameCount(const Node &n, const char *a, const char *b) {
+    size_t na = n.at(a).array(), nb = n.at(b).array();
+    if (na != nb)
+      n.at(b).fail("`" + std::string(a) + "` has " + std::to_string(na) + " entries but `" + b + "` has " + std::to_string(nb));
+    return na;
+  }
+
+  /// signal, flush (`o_cids` of `o_buff`) and wait (an op that waits: `i_cids` of `i_buff`).
+  void readSync(const Node &n, Op &op) const {
+    bool in = opHas(op.type, optrait::Waits);
+    ChannelType t = ctype(n);
+    op.channelType = t;
+    op.channelIds = channels(n.at(in ? "i_cids" : "o_cids"), key(n, in ? "i_buff" : "o_buff", t));
+  }
+
+  /// An op with one entry pair per peer (a side of its row has one entry per entry of the other):
+  /// put, pws, pwsf, memory ppkt (local sources `srcs`, remote destinations `o_cids`; the old
+  /// channel read from its own local buffer, o_buff.src) and get (remote sources `i_cids`, local
+  /// destinations `dsts` in i_buff.src). channel_ids: a get's always, a put's over port channels
+  /// only (our lowering, like the DSL, writes no others).
+  void readPairs(const Node &n, Op &op) {
+    const bool get = (opRow(op.type).src.first & oprole::LocMask) == oprole::R;
+    ChannelType t = ctype(n);
+    Key k = key(n, get ? "i_buff" : "o_buff", t);
+    size_t count = get ? sameCount(n, "i_cids", "dsts") : sameCount(n, "srcs", "o_cids");
+    uint64_t size = cnt(n);
+    Node locals = n.at(get ? "dsts" : "srcs"), remotes = n.at(get ? "i_cids" : "o_cids");
+    std::vector<uint32_t> ids;
+    for (size_t i = 0; i < count; ++i) {
+      locals[i].object();
+      if (get) {
+        op.src.push_back(remote(remotes[i], k, size));
+        op.dst.push_back(BufferRef::local(k.src, locals[i].at("off").u64(), size));
+      } else {
+        op.src.push_back(BufferRef::local(k.src, locals[i].at("off").u64(), size));
+        op.dst.push_back(remote(remotes[i], k, size));
       }
-      if (t == ChannelType::Port)
-        op.channelIds = ids; // our lowering (like the DSL) writes channel_ids for port puts only
-      op.channelType = t;
-      break;
+      ids.push_back(channel(remotes[i], k));
     }
-    case OpType::ReadPutPackets: {
-      // The old relay (and port `ppkt`) reads one local scratch packet region per destination;
-      // today's relays one region to all of them.
-      ChannelType t = ctype(n);
-      Key k = key(n, "o_buff", t);
-      size_t count = sameCount("srcs", "o_cids");
-      uint64_t size = cnt();
-      Node srcs = n.at("srcs"), dsts = n.at("o_cids");
-      std::vector<uint32_t> ids;
-      for (size_t i = 0; i < count; ++i) {
-        srcs[i].object();
-        uint64_t off = srcs[i].at("off").u64();
-        if (i == 0)
-          op.src.push_back(BufferRef::local(BufferType::Scratch, off, size));
-        else if (off != op.src[0].index)
-          srcs[i].at("off").fail("`rppkt` relays one source to every destination today; this one has source offsets " +
-                                 std::to_string(op.src[0].index) + " and " + std::to_string(off));
-        op.dst.push_back(remote(dsts[i], k, size));
-        ids.push_back(channel(dsts[i], k));
-      }
-      if (t == ChannelType::Port)
-        op.channelIds = ids;
-      op.channelType = t;
-      break;
-    }
-    case OpType::Get: {
-      ChannelType t = ctype(n);
-      Key k = key(n, "i_buff", t);
-      size_t count = sameCount("i_cids", "dsts");
-      uint64_t size = cnt();
-      Node srcs = n.at("i_cids"), dsts = n.at("dsts");
-      std::vector<uint32_t> ids;
-      for (size_t i = 0; i < count; ++i) {
-        dsts[i].object();
-        op.src.push_back(remote(srcs[i], k, size));
-        op.dst.push_back(BufferRef::local(k.src, dsts[i].at("off").u64(), size));
-        ids.push_back(channel(srcs[i], k));
-      }
+    if (!isPutFamily(op.type) || t == ChannelType::Port)
       op.channelIds = ids;
-      op.channelType = t;
-      break;
+    op.channelType = t;
+  }
+
+  /// A put that relays one source to every peer (rppkt, and the old port `ppkt`): the old relay
+  /// read one local scratch packet region per destination; today's relays one region to all.
+  void readRelay(const Node &n, Op &op) {
+    ChannelType t = ctype(n);
+    Key k = key(n, "o_buff", t);
+    size_t count = sameCount(n, "srcs", "o_cids");
+    uint64_t size = cnt(n);
+    Node srcs = n.at("srcs"), dsts = n.at("o_cids");
+    std::vector<uint32_t> ids;
+    for (size_t i = 0; i < count; ++i) {
+      srcs[i].object();
+      uint64_t off = srcs[i].at("off").u64();
+      if (i == 0)
+        op.src.push_back(BufferRef::local(BufferType::Scratch, off, size));
+      else if (off != op.src[0].index)
+        srcs[i].at("off").fail("`" + std::string(opName(op.type)) +
+                               "` relays one source to every destination today; this one has source offsets " +
+                               std::to_string(op.src[0].index) + " and " + std::to_string(off));
+      op.dst.push_back(remote(dsts[i], k, size));
+      ids.push_back(channel(dsts[i], k));
     }
-    case OpType::Copy:
-    case OpType::CopyPackets:
-    case OpType::UnpackPackets: {
-      uint64_t size = cnt();
-      op.src.push_back(localAt("srcbuff", "srcoff", size));
-      op.dst.push_back(localAt("dstbuff", "dstoff", size));
-      break;
-    }
-    case OpType::Reduce:
-    case OpType::ReduceSend:
-    case OpType::ReducePackets:
-    case OpType::ReduceSendPackets: {
-      // d = a + srcs...; the plain reductions read every `srcs` entry from srcs[0].buff (the old
-      // executor's inputBufferType), the packet ones from scratch.
-      uint64_t size = cnt();
-      op.src.push_back(localAt("srcbuff", "srcoff", size));
-      if (auto srcs = n.find("srcs")) {
-        size_t count = srcs->array();
-        bool packets = op.type == OpType::ReducePackets || op.type == OpType::ReduceSendPackets;
-        for (size_t i = 0; i < count; ++i) {
-          Node s = (*srcs)[i];
-          s.object();
-          BufferType t = packets ? BufferType::Scratch : buf((*srcs)[0].at("buff"));
-          op.src.push_back(BufferRef::local(t, s.at("off").u64(), size));
-        }
-      }
-      op.dst.push_back(localAt("dstbuff", "dstoff", size));
-      if (op.type == OpType::ReduceSend || op.type == OpType::ReduceSendPackets) {
-        ChannelType t = ctype(n);
-        Key k = key(n, "o_buff", t);
-        Node outs = n.at("o_cids");
-        size_t count = outs.array();
-        for (size_t i = 0; i < count; ++i)
-          op.dst.push_back(remote(outs[i], k, size));
-        op.channelType = t;
-      }
-      op.reduceOp = ReduceOp::Sum;
-      break;
-    }
-    case OpType::ReadReduce:
-    case OpType::ReadReduceSend: {
-      uint64_t size = cnt();
-      ChannelType t = ctype(n);
-      op.src.push_back(localAt("srcbuff", "srcoff", size));
+    if (t == ChannelType::Port)
+      op.channelIds = ids;
+    op.channelType = t;
+  }
+
+  /// A local copy (copy, cpkt, upkt): [a] -> [d].
+  static void readCopy(const Node &n, Op &op) {
+    uint64_t size = cnt(n);
+    op.src.push_back(localAt(n, "srcbuff", "srcoff", size));
+    op.dst.push_back(localAt(n, "dstbuff", "dstoff", size));
+  }
+
+  /// A local reduce (re, res, repkt, respkt, rre, rres) by its form: d = a + sources..., the
+  /// sources local (`srcs`: the plain reductions read every entry from srcs[0].buff, the old
+  /// executor's inputBufferType; the packet ones from scratch) or, for a reduce of remote
+  /// sources, the peers' (`i_cids`); a sending form also writes d to `o_cids`.
+  void readReduce(const Node &n, Op &op) {
+    const ReduceForm form = reduceForm(op.type);
+    uint64_t size = cnt(n);
+    ChannelType t = ChannelType::None;
+    if (form.remote)
+      t = ctype(n);
+    op.src.push_back(localAt(n, "srcbuff", "srcoff", size));
+    if (form.remote) {
       Key in = key(n, "i_buff", t);
       Node ins = n.at("i_cids");
       size_t nin = ins.array();
       for (size_t i = 0; i < nin; ++i)
         op.src.push_back(remote(ins[i], in, size));
-      op.dst.push_back(localAt("dstbuff", "dstoff", size));
-      if (op.type == OpType::ReadReduceSend) {
-        Key out = key(n, "o_buff", t);
-        Node outs = n.at("o_cids");
-        size_t nout = outs.array();
-        for (size_t i = 0; i < nout; ++i)
-          op.dst.push_back(remote(outs[i], out, size));
+    } else if (auto srcs = n.find("srcs")) {
+      size_t count = srcs->array();
+      for (size_t i = 0; i < count; ++i) {
+        Node s = (*srcs)[i];
+        s.object();
+        BufferType b = form.packet ? BufferType::Scratch : buf((*srcs)[0].at("buff"));
+        op.src.push_back(BufferRef::local(b, s.at("off").u64(), size));
       }
+    }
+    op.dst.push_back(localAt(n, "dstbuff", "dstoff", size));
+    if (form.send) {
+      if (!form.remote)
+        t = ctype(n);
+      Key out = key(n, "o_buff", t);
+      Node outs = n.at("o_cids");
+      size_t nout = outs.array();
+      for (size_t i = 0; i < nout; ++i)
+        op.dst.push_back(remote(outs[i], out, size));
+    }
+    if (form.remote || form.send)
       op.channelType = t;
-      op.reduceOp = ReduceOp::Sum;
+    op.reduceOp = ReduceOp::Sum;
+  }
+
+  /// The switch reduce-store (glres, old name `name`): one nvls channel of key (buff, buff, nvls)
+  /// on each side.
+  void readSwitchReduce(const Node &n, Op &op, const std::string &name) const {
+    uint64_t size = cnt(n);
+    ChannelType t = ctype(n);
+    if (t != ChannelType::Switch)
+      n.at("ctype").fail("`" + name + "` runs over an `nvls` channel, got `" + n.at("ctype").str() + "`");
+    auto sw = [&](const char *cids, const char *bufKey, const char *offKey) {
+      Node list = n.at(cids);
+      if (list.array() != 1)
+        list.fail("`" + name + "` names exactly one nvls channel here, got " + std::to_string(list.array()));
+      BufferType b = buf(n.at(bufKey));
+      return BufferRef::switchRef(channel(list[0], Key{b, b, ChannelType::Switch}), n.at(offKey).u64(), size);
+    };
+    op.src.push_back(sw("i_cids", "srcbuff", "srcoff"));
+    op.dst.push_back(sw("o_cids", "dstbuff", "dstoff"));
+    op.channelType = t;
+    op.reduceOp = ReduceOp::Sum;
+  }
+
+  /// A data op by its row's traits and entry roles; false when no reader above fits it.
+  bool readData(const Node &n, Op &op, const std::string &name) {
+    const OpType t = op.type;
+    const OpRow row = opRow(t);
+    if (isSwitchOp(t)) {
+      if (!opHas(t, optrait::Reduce) || (row.dst.first & oprole::LocMask) != oprole::S)
+        return false;
+      readSwitchReduce(n, op, name);
+    } else if (isReduceFamily(t)) {
+      if (reduceForm(t).copy)
+        return false; // the old format has no reduce that copies packets
+      readReduce(n, op);
+    } else if (row.src.min == oprole::PerOther || row.dst.min == oprole::PerOther) {
+      readPairs(n, op);
+    } else if (isPutFamily(t)) {
+      readRelay(n, op);
+    } else if ((row.src.first & oprole::LocMask) == oprole::L && (row.dst.first & oprole::LocMask) == oprole::L) {
+      readCopy(n, op);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  Op read(const Node &n) {
+    n.object();
+    Node nameNode = n.at("name");
+    const std::string &name = nameNode.str();
+    auto legacy = legacyOp(name);
+    if (!legacy)
+      nameNode.fail("unknown operation `" + name + "` of the older plan format (expected one of " + legacyOpList() + ")");
+    Op op;
+    op.type = legacy->today;
+    // A port `ppkt` of the old executor copies packets that are already in local scratch (it sends
+    // 2*cnt bytes from scratch at twice the source offset): today that is a port `rppkt` (the
+    // row's OverPort), while a port `ppkt` packetises plain data.
+    if (legacy->overPort != legacy->today && legacyChannelType(n.at("ctype")) == ChannelType::Port)
+      op.type = legacy->overPort;
+    bool converted = true;
+    switch (opShape(op.type)) {
+    case OpShape::Nop:
+      if (auto deps = n.find("deps"))
+        deps->array(); // the old executor ignores them; the nop itself is the sync
+      break;
+    case OpShape::Barrier:
+      op.barrierId = n.at("barrier_id").u32();
+      op.numThreadblocks = n.at("nthread_blocks").u32();
+      break;
+    case OpShape::Sync:
+      readSync(n, op);
+      break;
+    case OpShape::Data:
+      converted = readData(n, op, name);
+      break;
+    case OpShape::Sem:
+    case OpShape::Pipeline:
+    case OpShape::GroupLoadReduce:
+      converted = false; // the old format has none
       break;
     }
-    case OpType::MultiLoadReduceStore: {
-      uint64_t size = cnt();
-      ChannelType t = ctype(n);
-      if (t != ChannelType::Switch)
-        n.at("ctype").fail("`glres` runs over an `nvls` channel, got `" + n.at("ctype").str() + "`");
-      auto sw = [&](const char *cids, const char *bufKey, const char *offKey) {
-        Node list = n.at(cids);
-        if (list.array() != 1)
-          list.fail("`glres` names exactly one nvls channel here, got " + std::to_string(list.array()));
-        BufferType b = buf(n.at(bufKey));
-        return BufferRef::switchRef(channel(list[0], Key{b, b, ChannelType::Switch}), n.at(offKey).u64(), size);
-      };
-      op.src.push_back(sw("i_cids", "srcbuff", "srcoff"));
-      op.dst.push_back(sw("o_cids", "dstbuff", "dstoff"));
-      op.channelType = t;
-      op.reduceOp = ReduceOp::Sum;
-      break;
-    }
-    default:
+    if (!converted)
       nameNode.fail("internal: no conversion for `" + name + "`");
-    }
     return op;
   }
 };

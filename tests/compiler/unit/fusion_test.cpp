@@ -153,6 +153,56 @@ TEST_CASE("packet reduction fusion: repkt + cpkt -> recpkt, + ppkt -> recspkt", 
   CHECK(ops[0].remoteDst.size() == 1);
 }
 
+TEST_CASE("a reduce becomes the op Python makes of it, by its form: dsl#fusion-F13 and dsl#fusion-F15 to dsl#fusion-F18", "[fusion]") {
+  Program p(msccl::test::testOptions(3, 8, 8));
+  auto r0 = p.rank(0);
+  auto in = r0.getInputBuffer(), out = r0.getOutputBuffer();
+  auto s0 = p.scratchBuffer(0, 8), s1 = p.scratchBuffer(1, 8), s2 = p.scratchBuffer(2, 8);
+  auto peer1 = p.rank(1).getOutputBuffer(), peer2 = p.rank(2).getOutputBuffer();
+  auto m1 = p.memoryChannel(1, 0), m2 = p.memoryChannel(2, 0);
+  auto port1 = p.portChannel(1, 0);
+  // tb 0, F15: rre + memory puts of its result -> rres (a reduce of peers' data keeps reading them).
+  m1.reduce(in.slice(0, 1), {p.rank(1).getInputBuffer().slice(0, 1)}, 0);
+  m1.put(peer1.slice(0, 1), in.slice(0, 1), 0);
+  m2.put(peer2.slice(0, 1), in.slice(0, 1), 0);
+  // tb 1, F16: repkt + memory ppkt of its result -> respkt.
+  r0.reduce(in.slice(1, 2), {s0.slice(1, 2)}, 1, nullptr, std::nullopt, ReduceOperationType::Sum, true);
+  m1.putPackets(s1.slice(1, 2), in.slice(1, 2), 1);
+  // tb 2, F17 + F18: repkt + cpkt -> recpkt; + memory ppkt of its result -> recspkt.
+  r0.reduce(in.slice(2, 3), {s0.slice(2, 3)}, 2, nullptr, std::nullopt, ReduceOperationType::Sum, true);
+  r0.copyPackets(s0.slice(3, 4), in.slice(2, 3), 2);
+  m1.putPackets(s1.slice(3, 4), in.slice(2, 3), 2);
+  // tb 3: a sending packet reduce never gains a packet copy (F17 is repkt's only).
+  r0.reduce(in.slice(4, 5), {s0.slice(4, 5)}, 3, nullptr, std::nullopt, ReduceOperationType::Sum, true);
+  m1.putPackets(s1.slice(4, 5), in.slice(4, 5), 3);
+  r0.copyPackets(s0.slice(5, 6), in.slice(4, 5), 3);
+  // tb 4: port puts and puts that signal never fuse into a reduce.
+  r0.reduce(in.slice(5, 6), {in.slice(6, 7)}, 4);
+  port1.put(peer1.slice(5, 6), in.slice(5, 6), 4);
+  port1.putWithSignal(peer1.slice(6, 7), in.slice(5, 6), 4);
+  // tb 5, F13: rppkt relays of one source -> one rppkt; a packet put of a plain reduce's result does not fuse.
+  m1.readPutPackets(s1.slice(6, 7), s0.slice(6, 7), 5);
+  m2.readPutPackets(s2.slice(6, 7), s0.slice(6, 7), 5);
+  r0.reduce(in.slice(7, 8), {out.slice(7, 8)}, 5);
+  m1.putPackets(s1.slice(7, 8), in.slice(7, 8), 5);
+
+  auto tb0 = fuseAndSync(p, 0);
+  REQUIRE(names(tb0) == "rres");
+  CHECK(tb0[0].remoteSrc.size() == 1);
+  CHECK(tb0[0].remoteDst.size() == 2);
+  CHECK(names(fuseAndSync(p, 1)) == "respkt");
+  auto tb2 = fuseAndSync(p, 2);
+  REQUIRE(names(tb2) == "recspkt");
+  CHECK(tb2[0].localPktDst.size() == 1);
+  CHECK(tb2[0].remoteDst.size() == 1);
+  CHECK(names(fuseAndSync(p, 3)) == "respkt cpkt");
+  CHECK(names(fuseAndSync(p, 4)) == "re put pws");
+  auto tb5 = fuseAndSync(p, 5);
+  REQUIRE(names(tb5) == "rppkt re ppkt");
+  CHECK(tb5[0].localSrc.size() == 1);
+  CHECK(tb5[0].remoteDst.size() == 2);
+}
+
 TEST_CASE("pipeline quirks: dsl#fusion-F3 absorbs a pipeline that ends with a sync and skips its inner fusion", "[fusion][pipeline]") {
   auto build = [](bool leadingNop) {
     auto o = msccl::test::testOptions(2, 1, 1);

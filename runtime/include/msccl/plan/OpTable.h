@@ -7,10 +7,13 @@
 //   - accepted channel types and the role of every src_buff/dst_buff entry (location, LL packets,
 //     scratch-only, ignored, refused): the validator's shape checks (core/PlanValidate.cpp) and
 //     the CUDA lowering's checks and packet addressing (cuda/OpShapes.cpp, Kernel.cu);
-//   - the length rule of the handler (which entry sizes it relies on).
+//   - the length rule of the handler (which entry sizes it relies on);
+//   - the form of each local reduce, read from its roles (ReduceForm: remote or packet sources,
+//     a local packet copy, sends): the op the compiler's fusion makes of a reduce and what it
+//     merges, and how the MSCCLPPLang reader (LegacyPlan.cpp) reads an old reduce's operands.
 // The executors' dispatch expands the table's Cpu/Cuda columns themselves (cpu/CpuOps.cpp,
-// cuda/Kernel.cu). Every query is constexpr and usable in device code; each compiles to a
-// table lookup.
+// cuda/Kernel.cu). Every query is constexpr; all but reduceOfForm (a search of the table, host
+// only) are usable in device code and compile to a table lookup.
 //
 // Mirrors: mscclpp src/core/include/execution_common.hpp (operation types) and the handlers of
 // src/core/include/execution_kernel.hpp (which entries each op reads and writes).
@@ -22,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #if defined(__CUDACC__)
 #define MSCCL_OPTABLE_HD __host__ __device__
@@ -147,6 +151,36 @@ MSCCL_OPTABLE_HD constexpr bool isReduceFamily(OpType t) {
 MSCCL_OPTABLE_HD constexpr bool isPacketReduce(OpType t) { return isReduceFamily(t) && isPacketOp(t); }
 /// Port transfers carried by the host proxy (put, pws, pwsf, ppkt) when channel_type is port.
 MSCCL_OPTABLE_HD constexpr bool isProxyOp(OpType t) { return opHas(t, optrait::Proxy); }
+
+/// What a local reduce op (isReduceFamily) does besides summing its sources into dst_buff[0],
+/// read from its row: `remote`, its sources after src_buff[0] are peers' (src_buff[1] remote:
+/// rre, rres); `packet`, they are LL packets (the Packet trait: repkt, recpkt, respkt,
+/// recspkt); `copy`, it also writes the result as local packets (dst_buff[1] local packets:
+/// recpkt, recspkt); `send`, it writes the result to peers (dst_buff[2..] remote: res, respkt,
+/// recspkt, rres). The compiler's fusion turns a reduce into the op of another form (a reduce
+/// followed by a put of its result sends it) and the MSCCLPPLang reader reads an old reduce's
+/// operands by its form.
+struct ReduceForm {
+  bool remote = false, packet = false, copy = false, send = false;
+  MSCCL_OPTABLE_HD constexpr bool operator==(const ReduceForm &o) const {
+    return remote == o.remote && packet == o.packet && copy == o.copy && send == o.send;
+  }
+};
+/// The form of op `t` (meaningful for the local reduce family).
+MSCCL_OPTABLE_HD constexpr ReduceForm reduceForm(OpType t) {
+  const OpRow r = opRow(t);
+  return ReduceForm{(r.src.second & oprole::LocMask) == oprole::R, (r.traits & optrait::Packet) != 0,
+                    (r.dst.second & (oprole::LocMask | oprole::Pkt)) == (oprole::L | oprole::Pkt),
+                    (r.dst.rest & oprole::LocMask) == oprole::R};
+}
+/// The local reduce op of form `f`, or nullopt where the table has none (no packet reduce reads
+/// peers' packets; no plain reduce writes packets). No two reduces share a form (OpTableTest).
+constexpr std::optional<OpType> reduceOfForm(ReduceForm f) {
+  for (unsigned i = 0; i < kNumOpTypes; ++i)
+    if (isReduceFamily(OpType(i)) && reduceForm(OpType(i)) == f)
+      return OpType(i);
+  return std::nullopt;
+}
 
 /// dst_buff entries [first, end) that a packet reduce op (repkt, recpkt, respkt, recspkt)
 /// writes as packets, given its `nDst` entries: the dst roles with Pkt (none for repkt, whose
