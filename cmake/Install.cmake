@@ -42,7 +42,7 @@ install(TARGETS ${_msccl_targets} EXPORT mscclTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT mscclTargets NAMESPACE msccl:: DESTINATION ${MSCCL_INSTALL_CMAKEDIR})
 
-set(_msccl_tools mscclc msccl-run msccl-tune plan-diff plan-convert msccl-lsp msccl-verify msccl-bench-cpu msccl-bench-cuda)
+set(_msccl_tools mscclc msccl-run msccl-synth msccl-tune plan-diff plan-convert msccl-lsp msccl-verify msccl-bench-cpu msccl-bench-cuda)
 foreach(tool IN LISTS _msccl_tools)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -1,6 +1,8 @@
 //===- Tune.cpp - msccl-tune: candidates, the sweep on the model, the envelope ---------------===//
 #include "Tune.h"
 
+#include "Synth.h"
+
 #include "msccl/driver/Driver.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
@@ -113,17 +115,47 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
   return out;
 }
 
+std::vector<Candidate> synthCandidates(const std::string &collective, const Topology &topo, uint32_t ranks,
+                                       const std::string &stdlibDir, bool quick) {
+  std::vector<Candidate> out;
+  if (topo.nodes != 1 || (collective != "allgather" && collective != "reducescatter" && collective != "allreduce"))
+    return out;
+  Candidate base;
+  base.algorithm = "synth/paths";
+  base.hasInplaceParam = true;
+  try {
+    synth::SynthOptions so;
+    so.topology = topo.file;
+    so.collective = collective;
+    so.ranks = ranks;
+    so.stdlibDir = stdlibDir;
+    std::ostringstream log;
+    base.source = synth::synthesize(so, log);
+  } catch (const std::exception &e) {
+    base.leftOut = firstLine(e.what());
+    out.push_back(base);
+    return out;
+  }
+  base.defines.push_back({"inplace", "false"});
+  for (const char *unit : quick ? std::vector<const char *>{"256K"} : std::vector<const char *>{"64K", "256K", "1M"}) {
+    Candidate k = base;
+    k.defines.push_back({"unit", unit});
+    out.push_back(k);
+  }
+  return out;
+}
+
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
                                                    std::string &why) {
   driver::MscclcOptions mo;
-  mo.input = "stdlib:" + c.algorithm;
+  mo.input = c.source.empty() ? "stdlib:" + c.algorithm : "-";
   mo.stdlibDir = stdlibDir;
   for (const auto &[k, v] : c.defines)
     mo.defines.push_back(k + "=" + (k == "inplace" ? (inPlace ? "true" : "false") : v));
-  std::istringstream noStdin;
+  std::istringstream source(c.source);
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  std::optional<plan::Plan> p = driver::compilePlan(mo, noStdin, es);
+  std::optional<plan::Plan> p = driver::compilePlan(mo, source, es);
   es.flush();
   if (!p) {
     // The error line, without the file name mscclc puts first.
@@ -136,6 +168,23 @@ std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std
 }
 
 namespace {
+
+/// Whether replaying `p` at these sizes would walk more than 1024 pipeline windows per pipeline
+/// (the model replays every window: seconds per candidate and size). The grid's larger windows
+/// cover those sizes.
+bool tooManyWindows(const plan::Plan &p, const runtime::MessageSizes &ms) {
+  uint64_t unit = 0;
+  for (const plan::Gpu &g : p.gpus)
+    for (const plan::Threadblock &tb : g.threadblocks)
+      for (const plan::Op &op : tb.ops)
+        if (op.iterContext.unitSize > 0)
+          unit = unit == 0 ? op.iterContext.unitSize : std::min(unit, op.iterContext.unitSize);
+  if (unit == 0 || p.gpus.empty())
+    return false;
+  const uint64_t chunks = std::max<uint64_t>(1, std::max(p.gpus[0].inputChunks, p.gpus[0].outputChunks));
+  const uint64_t chunkBytes = std::max(ms.inputBytes, ms.outputBytes) / chunks;
+  return chunkBytes / unit > 1024;
+}
 
 /// Index of the winner among `times` (seconds, < 0: cannot run): the fastest, unless an earlier
 /// one is within 1% of it (simpler plans come first).
@@ -159,6 +208,9 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       e.sizes.push_back(s);
   const std::string stdlib = o.stdlibDir;
   e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
+  if (o.synth)
+    for (Candidate &c : synthCandidates(collective, topo, ranks, stdlib, o.quick))
+      e.candidates.push_back(std::move(c));
   const auto kind = runtime::collectiveKind(collective);
   const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
   // --backend: measure on that executor (one per collective and mode), else the model.
@@ -179,6 +231,8 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       auto ms = runtime::messageSizesFor(*c.plan, e.sizes[i], elem, nullptr);
       if (!ms)
         continue;
+      if (!measure && tooManyWindows(*c.plan, *ms))
+        continue; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
       try {
         if (measure) {
           runtime::RunOptions ro;

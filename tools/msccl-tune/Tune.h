@@ -7,7 +7,8 @@
 // whose entries give each its size range. Every candidate is a stdlib algorithm at one point of
 // its parameter grid (instances, chunks where the program has them), compiled in-process by
 // mscclc's driver and therefore proven by the static verifier; a candidate that does not compile
-// or prove is left out and listed. Beside each prediction: the model's lower bound (lowerBound)
+// or prove is left out and listed; on one node msccl-synth's programs for the topology join them
+// (synthCandidates). Beside each prediction: the model's lower bound (lowerBound)
 // and the best stdlib plan at its defaults. All figures are model output.
 //
 // Mirrors: MSCCL++'s grid-search autotuner (`--autotune --write-config`) over its own kernels,
@@ -44,12 +45,17 @@ struct TuneOptions {
   /// the model; "" or "sim": the model. The lower bound stays model output.
   std::string backend;
   bool verbose = false;                ///< --verbose: every candidate and why one was left out
+  /// --no-synth: leave out msccl-synth's programs (on one node they are candidates beside the
+  /// stdlib: a spanning-path packing for the topology, AllGather, ReduceScatter and AllReduce).
+  bool synth = true;
   std::string stdlibDir;               ///< "" = mscclc's default
 };
 
 /// One point of the search: a stdlib algorithm with its -D values.
 struct Candidate {
-  std::string algorithm;                                 ///< "allreduce/ring"
+  std::string algorithm;                                 ///< "allreduce/ring", or "synth/paths"
+  /// A synthesized program's text (msccl-synth), compiled instead of stdlib:`algorithm`.
+  std::string source;
   std::vector<std::pair<std::string, std::string>> defines; ///< shape and grid values, in order
   bool isDefault = false;          ///< only the shape defines (ranks, ranks_per_node, cols)
   bool hasInplaceParam = false;
@@ -77,6 +83,12 @@ struct Envelope {
 /// named COLLECTIVE/*, with their params read from the file). `quick` leaves out the chunk grid.
 std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
                                      const std::string &stdlibDir, bool quick);
+
+/// msccl-synth's programs for `collective` on one node of `topo` (none for other collectives or
+/// several nodes), each at the pipeline windows of the grid (`quick`: one). A synthesis that fails
+/// is one candidate left out with the reason.
+std::vector<Candidate> synthCandidates(const std::string &collective, const runtime::sim::Topology &topo,
+                                       uint32_t ranks, const std::string &stdlibDir, bool quick);
 
 /// Compile `c` with mscclc's driver (in place when `inPlace` and the program has `inplace`),
 /// which proves the plan; null with the error's first line in `why`.

@@ -19,7 +19,8 @@ namespace {
 
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
-        "                  [--max-bytes S] [--dtype T] [--quick] [--backend NAME] [--verbose] [--stdlib DIR]\n"
+        "                  [--max-bytes S] [--dtype T] [--quick] [--no-synth] [--backend NAME] [--verbose]\n"
+        "                  [--stdlib DIR]\n"
         "                  [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks) on the performance model, keeps the plans the verifier proves, and prints the\n"
@@ -31,6 +32,8 @@ void usage(std::ostream &os) {
         "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
         "  --quick         defaults and instances only (no chunk grid)\n"
+        "  --no-synth      leave out msccl-synth's programs (on one node they join the stdlib's:\n"
+        "                  spanning-path packings for the topology, at pipeline windows 64K, 256K, 1M)\n"
         "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
         "                  results checked) instead of the model; the bound stays model output\n"
         "  --install       -o the installed plans directory, which libmsccl_nccl.so loads when MSCCL_PLANS\n"
@@ -68,6 +71,8 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       o.verbose = true;
     } else if (a == "--install") {
       o.install = true;
+    } else if (a == "--no-synth") {
+      o.synth = false;
     } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
                a == "--backend" ||
                a == "--ranks" || a == "--min-bytes" || a == "--max-bytes") {

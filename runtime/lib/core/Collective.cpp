@@ -76,6 +76,26 @@ CollectiveTraffic collectiveTraffic(CollectiveKind kind, uint32_t nranks, uint32
   return {};
 }
 
+std::vector<double> cutTraffic(CollectiveKind kind, uint32_t nranks, uint32_t inside, bool rootInside) {
+  if (inside == 0 || inside >= nranks)
+    return {};
+  const double n = nranks, a = inside;
+  switch (row(kind).traffic) {
+  // AllReduce with reductions on GPUs: its reduce-scatter's share, then its all-gather's.
+  case Traffic::RsAg: return {(n - a) / n, a / n};
+  // AllGather: the outside needs the inside's blocks. ReduceScatter: the outside's blocks need
+  // the inside's terms (summed inside first).
+  case Traffic::Gather: return {a / n};
+  case Traffic::Scatter: return {(n - a) / n};
+  // AllToAll: every inside rank's block for every outside rank.
+  case Traffic::Exchange: return {a * (n - a) / n};
+  // The root's message reaches the outside once.
+  case Traffic::Whole: return {rootInside ? 1.0 : 0.0};
+  case Traffic::Unknown: break;
+  }
+  return {};
+}
+
 InPlaceLayout inPlaceLayout(CollectiveKind kind, uint32_t rank, uint64_t in, uint64_t out) {
   switch (row(kind).inPlace) {
   case InPlace::InputInOutput: return {uint64_t(rank) * in, 0, out};

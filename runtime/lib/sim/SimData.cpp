@@ -75,7 +75,12 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
   };
   // Remote endpoints: bytes from `from` to `to`.
   auto remote = [&](uint32_t from, uint32_t to, double b) {
-    if (node(from) == node(to)) {
+    if (node(from) == node(to) && !topo_.fabric.empty()) {
+      // A graph-shaped node: every link of the pair's route.
+      const uint32_t g = topo_.gpusPerNode;
+      for (uint32_t d : topo_.fabric.routes[(from % g) * g + to % g])
+        add(fabricBase_ + d, b);
+    } else if (node(from) == node(to)) {
       // Memory channels over NVLink, or PCIe peer-to-peer: the writer's link out, the reader's in.
       add(linkOut(from), b);
       add(linkIn(to), b);
@@ -91,6 +96,7 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
   };
   double hopDelay = 0;
   bool remoteRead = false, switchRead = false;
+  double readHop = 0; // the farthest peer read from
   for (const LoweredEntry &e : op.src) {
     ByteRange w = window(s, op, e);
     double b = wire(e, w.length);
@@ -103,6 +109,7 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
       remote(e.where.rank, s.rank, b);
       add(hbm(e.where.rank), b);
       remoteRead = true;
+      readHop = std::max(readHop, hop(e.where.rank, s.rank));
       break;
     case Location::Kind::Switch:
       for (uint32_t m : members(e)) {
@@ -138,7 +145,7 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
     }
     if (packetOp && e.where.type == BufferType::Scratch) {
       auto pushPacket = [&](uint32_t r) {
-        double d = r == s.rank ? 0 : (node(r) == node(s.rank) ? topo_.intraLatencyUs : topo_.netLatencyUs) * 1e-6;
+        double d = r == s.rank ? 0 : hop(s.rank, r);
         a.packets.push_back({r, e.where.type, w.offset, w.length, d});
       };
       if (e.where.kind == Location::Kind::Switch) {
@@ -150,17 +157,17 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
     }
   }
   const double intra = topo_.intraLatencyUs * 1e-6;
+  double writeHop = 0; // the farthest peer written to
+  for (const LoweredEntry &e : op.dst)
+    if (e.where.kind == Location::Kind::Remote)
+      writeHop = std::max(writeHop, hop(s.rank, e.where.rank));
   if (remoteRead)
-    startDelay += port ? 0 : intra;
+    startDelay += port ? 0 : readHop;
   if (switchRead)
     startDelay += 2 * intra; // multimem.ld_reduce: request to the switch and the reduced reply
   if (port) {
     startDelay += topo_.proxyUs * 1e-6;
-    bool cross = false;
-    for (const LoweredEntry &e : op.dst)
-      if (e.where.kind == Location::Kind::Remote && node(e.where.rank) != node(s.rank))
-        cross = true;
-    hopDelay = cross ? topo_.netLatencyUs * 1e-6 : intra;
+    hopDelay = writeHop > 0 ? writeHop : intra;
     a.endDelay = hopDelay; // a port put completes (and its signal lands) one hop after the last byte
   } else {
     // Copy/reduce loop of the threadblock.
@@ -177,7 +184,7 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
       a.signals.push_back({ch.peer, ch.peerChannel});
     }
     a.signalType = op.channelType;
-    a.signalDelay = port ? a.endDelay : intra; // the signal follows the data over the link
+    a.signalDelay = port ? a.endDelay : (writeHop > 0 ? writeHop : intra); // the signal follows the data
   }
   for (const Demand &d : dem)
     a.weight = std::max(a.weight, d.bytes);

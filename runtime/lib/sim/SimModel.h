@@ -27,7 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 struct Resource {
-  uint8_t kind = 0;      // 0..4: link out, link in, hbm, nic out, nic in; 5: threadblock
+  uint8_t kind = 0;      // 0..4: link out, link in, hbm, nic out, nic in; 5: threadblock; 6: fabric link (tb = directed link)
   uint32_t rank = 0, tb = 0;
   double cap = 0;        // bytes per second
   double bytes = 0;      // carried so far
@@ -154,6 +154,14 @@ private:
   uint32_t nicOut(uint32_t r) const { return r * kPerRank + 3; }
   uint32_t nicIn(uint32_t r) const { return r * kPerRank + 4; }
   uint32_t node(uint32_t r) const { return r / topo_.gpusPerNode; }
+  uint32_t fabricBase_ = 0; // resource index of directed fabric link 0 (after the per-rank ones)
+  /// Seconds for a flag or the first byte from rank a to rank b: the route's latency inside a
+  /// node (intraLatencyUs without a fabric), the network's between nodes.
+  double hop(uint32_t a, uint32_t b) const {
+    if (node(a) != node(b))
+      return topo_.netLatencyUs * 1e-6;
+    return topo_.hopLatencyUs(a % topo_.gpusPerNode, b % topo_.gpusPerNode) * 1e-6;
+  }
 
   void push(Event e) {
     e.seq = seq_++;

@@ -166,11 +166,9 @@ void Sim::step(TbState &s) {
           throw ExecutionError(ErrorKind::Misuse, where(s) + ": signal on channel " + std::to_string(c) +
                                                       " to rank " + std::to_string(ch.peer) +
                                                       ", which declares no partner channel");
-        double lat = node(ch.peer) == node(s.rank) ? topo_.intraLatencyUs : topo_.netLatencyUs;
-        if (port)
-          lat += topo_.proxyUs;
+        double lat = hop(s.rank, ch.peer) + (port ? topo_.proxyUs * 1e-6 : 0);
         Event e{};
-        e.t = now_ + opT + lat * 1e-6;
+        e.t = now_ + opT + lat;
         e.kind = Ev::Signal;
         e.a = ch.peer;
         e.b = ch.peerChannel;
@@ -272,6 +270,14 @@ SimReport Sim::run() {
       x.cap = caps[k] * 1e9;
       res_.push_back(x);
     }
+  }
+  fabricBase_ = uint32_t(res_.size());
+  for (uint32_t d = 0; d < 2 * topo_.fabric.links.size(); ++d) {
+    Resource x;
+    x.kind = 6;
+    x.tb = d;
+    x.cap = topo_.fabric.linkGBps(d) * 1e9;
+    res_.push_back(x);
   }
   ranks_.resize(n);
   for (uint32_t r = 0; r < n; ++r) {
@@ -402,8 +408,10 @@ SimReport Sim::run() {
     ResourceUse u;
     static const char *kinds[] = {" out", " in", "hbm", "nic out", "nic in"};
     std::string link = topo_.intraKind == "pcie" ? "pcie" : "nvlink";
-    u.name = "rank " + std::to_string(r.rank) + " " +
-             (r.kind == 5 ? "tb " + std::to_string(r.tb) : (r.kind < 2 ? link : std::string()) + kinds[r.kind]);
+    u.name = r.kind == 6 ? "link " + topo_.fabric.linkName(r.tb)
+                         : "rank " + std::to_string(r.rank) + " " +
+                               (r.kind == 5 ? "tb " + std::to_string(r.tb)
+                                            : (r.kind < 2 ? link : std::string()) + kinds[r.kind]);
     u.bytes = r.bytes;
     u.capacityGBps = r.cap / 1e9;
     u.utilisation = makespan > 0 ? r.bytes / (r.cap * makespan) : 0;

@@ -7,7 +7,7 @@
 // tool, like mscclc's stdlib), the source tree's in share/topologies.
 //
 //===------------------------------------------------------------------------------------===//
-#include "msccl/runtime/SimExecutor.h"
+#include "Fabric.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
@@ -90,6 +90,72 @@ struct Reader {
     return v.get<uint32_t>();
   }
 };
+/// "fabric": {"switches": [names], "gpus_forward": bool, "torus_dims": [X, Y] (optional),
+/// "link_kinds": {KIND: {"bandwidth_GBps": constant, "latency_us": constant}},
+/// "links": [["gpu0", "sw0", KIND], ...]}.
+Fabric readFabric(const Reader &r, const json &f, uint32_t gpus) {
+  const std::string p = "$.fabric";
+  Fabric fab;
+  for (uint32_t g = 0; g < gpus; ++g)
+    fab.vertices.push_back("gpu" + std::to_string(g));
+  const json &sw = r.member(f, p, "switches");
+  if (!sw.is_array())
+    r.fail(p + ".switches", "expected an array of vertex names");
+  for (size_t i = 0; i < sw.size(); ++i) {
+    std::string name = sw[i].is_string() ? sw[i].get<std::string>() : "";
+    if (name.empty() || name.rfind("gpu", 0) == 0 ||
+        std::find(fab.vertices.begin(), fab.vertices.end(), name) != fab.vertices.end())
+      r.fail(p + ".switches[" + std::to_string(i) + "]", "expected a new name that does not start with \"gpu\"");
+    fab.vertices.push_back(name);
+  }
+  const json &fwd = r.member(f, p, "gpus_forward");
+  if (!fwd.is_boolean())
+    r.fail(p + ".gpus_forward", "expected true or false");
+  fab.gpusForward = fwd.get<bool>();
+  if (f.contains("torus_dims")) {
+    const json &dims = f["torus_dims"];
+    if (!dims.is_array() || dims.empty())
+      r.fail(p + ".torus_dims", "expected an array of the torus's sides");
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (!dims[i].is_number_unsigned() || dims[i].get<uint64_t>() < 2 || dims[i].get<uint64_t>() > gpus)
+        r.fail(p + ".torus_dims[" + std::to_string(i) + "]", "expected a side of 2.." + std::to_string(gpus));
+      fab.torusDims.push_back(dims[i].get<uint32_t>());
+    }
+  }
+  const json &kinds = r.member(f, p, "link_kinds");
+  if (!kinds.is_object() || kinds.empty())
+    r.fail(p + ".link_kinds", "expected an object of link kinds");
+  const json &links = r.member(f, p, "links");
+  if (!links.is_array() || links.empty())
+    r.fail(p + ".links", "expected an array of [vertex, vertex, kind]");
+  auto vertex = [&](const json &v, const std::string &at) {
+    auto it = v.is_string() ? std::find(fab.vertices.begin(), fab.vertices.end(), v.get<std::string>())
+                            : fab.vertices.end();
+    if (it == fab.vertices.end())
+      r.fail(at, "expected a vertex: gpu0..gpu" + std::to_string(gpus - 1) + " or a name in $.fabric.switches");
+    return uint32_t(it - fab.vertices.begin());
+  };
+  for (size_t i = 0; i < links.size(); ++i) {
+    const std::string at = p + ".links[" + std::to_string(i) + "]";
+    const json &l = links[i];
+    if (!l.is_array() || l.size() != 3 || !l[2].is_string())
+      r.fail(at, "expected [vertex, vertex, kind]");
+    FabricLink x;
+    x.a = vertex(l[0], at + "[0]");
+    x.b = vertex(l[1], at + "[1]");
+    if (x.a == x.b)
+      r.fail(at, "a link joins two different vertices");
+    x.kind = l[2].get<std::string>();
+    if (!kinds.contains(x.kind))
+      r.fail(at + "[2]", "unknown link kind '" + x.kind + "' (declare it in $.fabric.link_kinds)");
+    const std::string kp = p + ".link_kinds." + x.kind;
+    x.GBps = r.constant(kinds[x.kind], kp, "bandwidth_GBps", true);
+    x.latencyUs = r.constant(kinds[x.kind], kp, "latency_us", false);
+    fab.links.push_back(x);
+  }
+  return fab;
+}
+
 } // namespace
 
 Topology loadTopology(const std::string &nameOrFile) {
@@ -149,6 +215,16 @@ Topology loadTopology(const std::string &nameOrFile) {
     const json &net = j["network"];
     t.nicGBps = r.constant(net, "$.network", "nic_GBps", true);
     t.netLatencyUs = r.constant(net, "$.network", "latency_us", false);
+  }
+  if (j.contains("fabric")) {
+    if (t.nodes != 1)
+      r.fail("$.fabric", "a fabric describes a single-node machine (nodes must be 1)");
+    if (t.nvls)
+      r.fail("$.fabric", "a fabric topology has no NVLS (switch channels need NVSwitch)");
+    t.fabric = readFabric(r, j["fabric"], t.gpusPerNode);
+    computeRoutes(t.fabric, t.gpusPerNode, file);
+    if (!t.fabric.torusDims.empty())
+      checkTorus(t.fabric, t.gpusPerNode, file);
   }
   const json &lat = r.member(j, "$", "latency");
   t.launchUs = r.constant(lat, "$.latency", "launch_us", false);

@@ -62,6 +62,16 @@ struct CollectiveTraffic {
 };
 CollectiveTraffic collectiveTraffic(CollectiveKind kind, uint32_t nranks, uint32_t nodes, bool switchReduces);
 
+/// Cut form of the Traffic rule, for graph-shaped machines: the shares of S that must cross from
+/// a set of vertices holding `inside` of the `nranks` ranks (and the root, rank 0, when
+/// `rootInside`) to the rest, one per phase (AllReduce: its reduce-scatter's, then its
+/// all-gather's; a phase is bounded over every cut on its own and the phases' bounds add: the
+/// model takes an AllReduce, reducing on GPUs, to cost at least a reduce-scatter and an
+/// all-gather, Patarasuk and Yuan's argument on one switch and an assumption on other graphs).
+/// Empty when
+/// one side holds no rank, or for Other. Used by the model's lower bound on fabrics (Bound.cpp).
+std::vector<double> cutTraffic(CollectiveKind kind, uint32_t nranks, uint32_t inside, bool rootInside);
+
 /// How a collective's caller cuts a buffer into equal blocks (Collectives.def InBlocks/OutBlocks).
 enum class Blocks : uint8_t { One, PerRank, Unknown };
 struct BufferBlocks {

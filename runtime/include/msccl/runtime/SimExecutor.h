@@ -48,6 +48,39 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// One link of a fabric, full duplex: `GBps` each way (achievable), `latencyUs` to cross it.
+struct FabricLink {
+  uint32_t a = 0, b = 0;     ///< Vertices (Fabric::vertices).
+  double GBps = 0, latencyUs = 0;
+  std::string kind;          ///< The link class it was declared with ("pcie", "upi", "nvlink").
+};
+
+/// A node's interconnect as a graph: vertices 0..gpusPerNode-1 are the GPUs ("gpu0", ...), the
+/// rest switches, bridges or CPUs that forward without computing. Each ordered pair of GPUs has
+/// one fixed route (fewest hops, then least latency, then the links in file order), which every
+/// memory-channel transfer between them loads link by link. Directed link d = 2 * link + (0 for
+/// a -> b, 1 for b -> a).
+struct Fabric {
+  std::vector<std::string> vertices;
+  std::vector<FabricLink> links;
+  bool gpusForward = false;  ///< Whether routes may pass through GPUs (a torus), or only switches.
+  /// "torus_dims" [X, Y, ...]: the GPUs form a torus of these sides, GPU g at coordinates
+  /// (g % X, g / X % Y, ...), and every translation of it maps links to links of the same kind
+  /// (the loader checks). Empty for other fabrics. msccl-synth packs one root's trees and
+  /// translates them to the others.
+  std::vector<uint32_t> torusDims;
+  /// Per ordered GPU pair (a * gpusPerNode + b): the directed links of its route, and its latency.
+  std::vector<std::vector<uint32_t>> routes;
+  std::vector<double> routeLatencyUs;
+  bool empty() const { return links.empty(); }
+  /// "gpu3->sw0" for directed link d.
+  std::string linkName(uint32_t d) const;
+  /// For a torus (torusDims): the translation taking GPU 0 to GPU r, as the image of every GPU.
+  std::vector<uint32_t> translation(uint32_t r) const;
+  /// Bandwidth of directed link d, GB/s.
+  double linkGBps(uint32_t d) const { return links[d / 2].GBps; }
+};
+
 /// A machine, as the model sees it. Bandwidths in GB/s (1e9 B/s) per direction, latencies in
 /// microseconds. Ranks map to GPUs in order: rank r is GPU r % gpusPerNode of node r / gpusPerNode.
 struct Topology {
@@ -69,7 +102,16 @@ struct Topology {
   double opUs = 0;            ///< Issue overhead of every op of a threadblock.
   double barrierUs = 0;       ///< A threadblock barrier once all have arrived.
   double semaphoreUs = 0;     ///< A sem_release seen by sem_acquire.
+  /// The node's interconnect as a graph (a topology file's "fabric"); empty: every GPU of a node
+  /// reaches every other through a non-blocking switch at intraGBps (NVSwitch, or PCIe modelled
+  /// as one switch). Single-node topologies only.
+  Fabric fabric;
   uint32_t gpus() const { return nodes * gpusPerNode; }
+  /// One hop from local GPU `a` to local GPU `b` of a node, microseconds: the route's latency on
+  /// a fabric, else intraLatencyUs.
+  double hopLatencyUs(uint32_t a, uint32_t b) const {
+    return fabric.empty() ? intraLatencyUs : fabric.routeLatencyUs[a * gpusPerNode + b];
+  }
 };
 
 /// The folder holding the installed topology files: $MSCCL_TOPOLOGY_PATH if set, else
@@ -161,10 +203,16 @@ std::unique_ptr<SimExecutor> makeSimExecutor(const std::string &nameOrFile);
 ///   nodeNetwork x S / (gpusPerNode x nicGBps) (every node's NICs together),
 /// with rankLink and nodeNetwork from collectiveTraffic (Collectives.def). It leaves out what the
 /// model charges per threadblock, per op and for HBM: a schedule may use as many threadblocks as
-/// it likes. Zero for a collective without a Traffic rule (Other) or one rank.
+/// it likes. On a topology with a fabric (a graph-shaped node) the bandwidth term is instead the
+/// min-cut bound: the largest, over every set of vertices with ranks on both sides, of the share
+/// of S that must leave the set (cutTraffic) over the capacity of the links leaving it (phases
+/// added), and the hop is the longest route a rank's data must take; limitedBy names the cut's
+/// links ("cut cpu0->cpu1"). Fabrics of more than 24 vertices try single vertices and their
+/// complements only (a weaker, still valid bound). Zero for a collective without a Traffic rule
+/// (Other) or one rank.
 struct LowerBound {
   double seconds = 0, latencySeconds = 0, bandwidthSeconds = 0;
-  std::string limitedBy; ///< "latency (launch + one nvlink hop)", "nvlink", "nvls", "network".
+  std::string limitedBy; ///< "latency (launch + one nvlink hop)", "nvlink", "nvls", "network", "cut ...".
 };
 LowerBound lowerBound(CollectiveKind kind, uint32_t nranks, const Topology &topo, uint64_t bytes);
 
