@@ -4,6 +4,7 @@
 #include "Synth.h"
 
 #include "msccl/driver/Driver.h"
+#include "msccl/plan/PlanJson.h"
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Verify.h"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -68,6 +70,20 @@ std::string firstLine(const std::string &s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+/// The tuner's parameter grid, per stdlib `param`: threadblocks (instances: replication; chunks:
+/// one threadblock per chunk in most programs; peers_per_tb: all-pairs fan-out per threadblock)
+/// and the pipeline window.
+struct GridAxis {
+  const char *param;
+  std::vector<const char *> values;
+};
+const GridAxis kGrid[] = {
+    {"instances", {"1", "2", "4", "8"}},
+    {"chunks", {"1", "4", "16"}},
+    {"peers_per_tb", {"1", "2", "8"}},
+    {"unit", {"256K", "1M", "4M"}},
+};
+
 } // namespace
 
 std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
@@ -96,21 +112,26 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
       base.defines.push_back({"inplace", "false"});
     base.isDefault = true;
     out.push_back(base);
-    std::vector<std::string> instances{"1"}, chunks{""};
-    if (has(params, "instances"))
-      instances = {"1", "2", "4", "8"};
-    if (has(params, "chunks") && !quick)
-      chunks = {"1", "4", "16"};
-    for (const std::string &i : instances)
-      for (const std::string &c : chunks) {
-        Candidate k = base;
-        k.isDefault = false;
-        if (has(params, "instances"))
-          k.defines.push_back({"instances", i});
-        if (!c.empty())
-          k.defines.push_back({"chunks", c});
-        out.push_back(k);
-      }
+    // The grid: one axis per parameter the program has (instances always; the others not with
+    // --quick), the cartesian product of their values.
+    std::vector<Candidate> grid{base};
+    grid[0].isDefault = false;
+    for (const GridAxis &axis : kGrid) {
+      if (!has(params, axis.param) || (quick && axis.param != std::string("instances")))
+        continue;
+      std::vector<Candidate> next;
+      for (const Candidate &g : grid)
+        for (const char *v : axis.values) {
+          Candidate k = g;
+          k.defines.push_back({axis.param, v});
+          next.push_back(k);
+        }
+      grid = std::move(next);
+    }
+    if (grid.size() == 1 && grid[0].defines.size() == base.defines.size())
+      continue; // no parameter to vary: the default is the only candidate
+    for (Candidate &k : grid)
+      out.push_back(std::move(k));
   }
   return out;
 }
@@ -218,9 +239,21 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   if (!o.backend.empty() && o.backend != "sim")
     measure = runtime::createExecutor(o.backend);
   const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
+  // A grid point whose plan is the same as an earlier candidate's (a parameter at its default,
+  // a value the program clamps) is left out: the model would give it the same times.
+  std::map<std::string, std::string> seen; // plan text (name aside) -> first candidate's label
   for (Candidate &c : e.candidates) {
     c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut);
     c.seconds.assign(e.sizes.size(), -1);
+    if (c.plan) {
+      plan::Plan unnamed = *c.plan;
+      unnamed.name.reset();
+      auto [it, fresh] = seen.emplace(plan::writePlan(unnamed, -1), c.label());
+      if (!fresh && !c.isDefault) {
+        c.leftOut = "the same plan as " + it->second;
+        c.plan.reset();
+      }
+    }
     if (c.plan && !c.hasInplaceParam && c.plan->inplace != inPlace) {
       c.leftOut = std::string("written for ") + (c.plan->inplace ? "in-place" : "out-of-place") + " calls only";
       c.plan.reset();

@@ -5,8 +5,9 @@
 // size (the envelope), as a directory PlanRegistry, MSCCL_PLANS and msccl-run --plans load
 // unchanged: the winners' plans (out-of-place and in-place builds) and an index msccl-plans.json
 // whose entries give each its size range. Every candidate is a stdlib algorithm at one point of
-// its parameter grid (instances, chunks where the program has them), compiled in-process by
-// mscclc's driver and therefore proven by the static verifier; a candidate that does not compile
+// its parameter grid (instances, chunks, peers_per_tb, unit where the program has them),
+// compiled in-process by mscclc's driver and therefore proven by the static verifier; a
+// candidate that does not compile
 // or prove is left out and listed; on one node msccl-synth's programs for the topology join them
 // (synthCandidates). Beside each prediction: the model's lower bound (lowerBound)
 // and the best stdlib plan at its defaults. All figures are model output.
@@ -39,7 +40,7 @@ struct TuneOptions {
   std::string dataType = "float32";    ///< --dtype: element size for the chunk rule
   std::string outDir;                  ///< -o DIR ("" = print only)
   bool install = false;                ///< --install: -o msccl::installedPlansDir() (the shim's default)
-  bool quick = false;                  ///< --quick: defaults and instances only (no chunk grid)
+  bool quick = false;                  ///< --quick: defaults and instances only (no other grid axis)
   /// --backend NAME: time each candidate by running it on that executor backend (cpu, cuda,
   /// cuda-virtual, ...: measured, 2 warm-up and 5 timed launches, results checked once) instead of
   /// the model; "" or "sim": the model. The lower bound stays model output.
@@ -80,7 +81,7 @@ struct Envelope {
 };
 
 /// The candidates of `collective` for `ranks` ranks in nodes of `ranksPerNode` (stdlib programs
-/// named COLLECTIVE/*, with their params read from the file). `quick` leaves out the chunk grid.
+/// named COLLECTIVE/*, with their params read from the file). `quick` varies instances only.
 std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
                                      const std::string &stdlibDir, bool quick);
 
