@@ -7,7 +7,8 @@ runs the calls its plans take (MSCCL_BACKEND=cuda: CudaRankSession, CUDA IPC bet
 
 Checks each result against torch's own, computed on the CPU: all_reduce in place (float32
 exactly; float16 within one rounding per addition, as the order of additions differs; counts the
-chunks divide and one they do not), all_gather_into_tensor and
+chunks divide and one they do not), all_reduce with ReduceOp.AVG (scaled after the plan's sum, on
+the call's stream), all_gather_into_tensor and
 reduce_scatter_tensor; then times 20 all_reduce calls of 8 KiB and 1 MiB (measured: the processes'
 kernels share one GPU by time slices). Prints "torch-check rank R: PASS ..." or FAIL lines.
 """
@@ -39,6 +40,16 @@ def main():
             bad = int((x.cpu() != expected).nonzero()[0])
             problems.append("all_reduce %d x %s: element %d is %s, torch says %s" %
                             (count, dtype, bad, x.cpu()[bad].item(), expected[bad].item()))
+    # ncclAvg: the shim sums with the plan, then scales on the call's stream (Executor::copy waits
+    # for the stream first: without that wait a copy could read the sum before the launch wrote it).
+    base = torch.arange(65536, dtype=torch.float32) % 251
+    x = (base * (rank + 1)).cuda()
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    torch.cuda.synchronize()
+    expected = base * weight / n
+    if not torch.allclose(x.cpu(), expected, rtol=1e-6, atol=0):
+        bad = int((~torch.isclose(x.cpu(), expected, rtol=1e-6, atol=0)).nonzero()[0])
+        problems.append("all_reduce AVG: element %d is %s, torch says %s" % (bad, x.cpu()[bad].item(), expected[bad].item()))
     part = 16384
     mine = (torch.arange(part, dtype=torch.float32) + 1000 * rank).cuda()
     gathered = torch.zeros(part * n, device="cuda")
