@@ -179,3 +179,25 @@ TEST_CASE("msccl-tune's command line", "[tune]") {
   ::unsetenv("MSCCL_INSTALLED_PLANS");
   fs::remove_all(dir);
 }
+
+TEST_CASE("the model's candidates replay on several threads with the same result", "[tune]") {
+  const runtime::sim::Topology topo = runtime::sim::loadTopology("pcie-tree");
+  TuneOptions one = quickOptions(64 << 20), three = one;
+  one.jobs = 1;
+  three.jobs = 3;
+  const Envelope a = tuneCollective("allgather", false, one, topo, 8, 8);
+  const Envelope b = tuneCollective("allgather", false, three, topo, 8, 8);
+  REQUIRE(a.candidates.size() == b.candidates.size());
+  CHECK(a.winner == b.winner);
+  for (size_t k = 0; k < a.candidates.size(); ++k) {
+    INFO(a.candidates[k].label());
+    CHECK(a.candidates[k].seconds == b.candidates[k].seconds);
+    CHECK(a.candidates[k].leftOut == b.candidates[k].leftOut);
+  }
+  // The synthesized program is among them and wins the large sizes (model output).
+  bool synth = false;
+  for (const Candidate &c : a.candidates)
+    synth = synth || (c.algorithm == "synth/paths" && c.plan);
+  CHECK(synth);
+  CHECK(a.candidates[size_t(a.winner.back())].algorithm == "synth/paths");
+}

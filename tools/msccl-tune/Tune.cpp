@@ -12,6 +12,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <thread>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -219,28 +221,12 @@ int pick(const std::vector<double> &times, const std::vector<bool> &eligible) {
 
 } // namespace
 
-Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneOptions &o, const Topology &topo,
-                        uint32_t ranks, uint32_t ranksPerNode) {
-  Envelope e;
-  e.collective = collective;
-  e.inPlace = inPlace;
-  for (uint64_t s = 1; s <= o.maxBytes && s != 0; s <<= 1)
-    if (s >= o.minBytes)
-      e.sizes.push_back(s);
-  const std::string stdlib = o.stdlibDir;
-  e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
-  if (o.synth)
-    for (Candidate &c : synthCandidates(collective, topo, ranks, stdlib, o.quick))
-      e.candidates.push_back(std::move(c));
-  const auto kind = runtime::collectiveKind(collective);
-  const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
-  // --backend: measure on that executor (one per collective and mode), else the model.
-  std::unique_ptr<runtime::Executor> measure;
-  if (!o.backend.empty() && o.backend != "sim")
-    measure = runtime::createExecutor(o.backend);
-  const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
-  // A grid point whose plan is the same as an earlier candidate's (a parameter at its default,
-  // a value the program clamps) is left out: the model would give it the same times.
+namespace {
+
+/// Compile (proving) every candidate of `e` in place or not; a grid point whose plan is the same
+/// as an earlier candidate's (a parameter at its default, a value the program clamps) is left
+/// out: it would be timed the same.
+void compileAll(Envelope &e, bool inPlace, const std::string &stdlib) {
   std::map<std::string, std::string> seen; // plan text (name aside) -> first candidate's label
   for (Candidate &c : e.candidates) {
     c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut);
@@ -258,40 +244,85 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       c.leftOut = std::string("written for ") + (c.plan->inplace ? "in-place" : "out-of-place") + " calls only";
       c.plan.reset();
     }
-    if (!c.plan)
+  }
+}
+
+/// Time candidate `c` at every size of `sizes`: on `measure` when given (results checked), else
+/// on the model. A topology that cannot run it (NVLS on a machine without it, ...) leaves it out.
+void timeCandidate(Candidate &c, const std::vector<uint64_t> &sizes, const TuneOptions &o, bool inPlace,
+                   const Topology &topo, runtime::Executor *measure) {
+  const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
+  const uint64_t elem = plan::dataTypeBytes(dtype);
+  for (size_t i = 0; i < sizes.size() && c.plan; ++i) {
+    auto ms = runtime::messageSizesFor(*c.plan, sizes[i], elem, nullptr);
+    if (!ms)
       continue;
-    for (size_t i = 0; i < e.sizes.size(); ++i) {
-      auto ms = runtime::messageSizesFor(*c.plan, e.sizes[i], elem, nullptr);
-      if (!ms)
+    if (!measure && tooManyWindows(*c.plan, *ms))
+      continue; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
+    try {
+      if (measure) {
+        runtime::RunOptions ro;
+        ro.size = sizes[i];
+        ro.dataType = dtype;
+        ro.inPlace = inPlace;
+        ro.iterations = 5;
+        ro.warmup = 2;
+        ro.check = true; // a wrong result leaves the candidate out at this size
+        const runtime::RunReport rep = runtime::runCollective(*measure, *c.plan, ro);
+        if (rep.verify.checked && rep.verify.wrong == 0)
+          c.seconds[i] = rep.secondsPerLaunch;
         continue;
-      if (!measure && tooManyWindows(*c.plan, *ms))
-        continue; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
-      try {
-        if (measure) {
-          runtime::RunOptions ro;
-          ro.size = e.sizes[i];
-          ro.dataType = dtype;
-          ro.inPlace = inPlace;
-          ro.iterations = 5;
-          ro.warmup = 2;
-          ro.check = true; // a wrong result leaves the candidate out at this size
-          const runtime::RunReport rep = runtime::runCollective(*measure, *c.plan, ro);
-          if (rep.verify.checked && rep.verify.wrong == 0)
-            c.seconds[i] = rep.secondsPerLaunch;
-          continue;
-        }
-        c.seconds[i] =
-            runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
-                .seconds;
-      } catch (const runtime::ExecutionError &x) {
-        if (x.kind() == runtime::ErrorKind::Unsupported) { // NVLS on a machine without it, ...
-          c.leftOut = std::string("the topology cannot run it: ") + firstLine(x.what());
-          c.plan.reset();
-          break;
-        }
+      }
+      c.seconds[i] =
+          runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
+              .seconds;
+    } catch (const runtime::ExecutionError &x) {
+      if (x.kind() == runtime::ErrorKind::Unsupported) {
+        c.leftOut = std::string("the topology cannot run it: ") + firstLine(x.what());
+        c.plan.reset();
       }
     }
   }
+}
+
+} // namespace
+
+Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneOptions &o, const Topology &topo,
+                        uint32_t ranks, uint32_t ranksPerNode) {
+  Envelope e;
+  e.collective = collective;
+  e.inPlace = inPlace;
+  for (uint64_t s = 1; s <= o.maxBytes && s != 0; s <<= 1)
+    if (s >= o.minBytes)
+      e.sizes.push_back(s);
+  const std::string stdlib = o.stdlibDir;
+  e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
+  if (o.synth)
+    for (Candidate &c : synthCandidates(collective, topo, ranks, stdlib, o.quick))
+      e.candidates.push_back(std::move(c));
+  compileAll(e, inPlace, stdlib);
+  if (!o.backend.empty() && o.backend != "sim") {
+    // Measured: one executor, one candidate at a time (they share the device).
+    std::unique_ptr<runtime::Executor> measure = runtime::createExecutor(o.backend);
+    for (Candidate &c : e.candidates)
+      timeCandidate(c, e.sizes, o, inPlace, topo, measure.get());
+  } else {
+    // The model: candidates replay independently, on up to o.jobs threads (each thread takes
+    // the next candidate; the result does not depend on the count).
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t k; (k = next++) < e.candidates.size();)
+        timeCandidate(e.candidates[k], e.sizes, o, inPlace, topo, nullptr);
+    };
+    const unsigned jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(e.candidates.size())));
+    std::vector<std::thread> pool;
+    for (unsigned j = 1; j < jobs; ++j)
+      pool.emplace_back(worker);
+    worker();
+    for (std::thread &t : pool)
+      t.join();
+  }
+  const auto kind = runtime::collectiveKind(collective);
   std::vector<bool> any(e.candidates.size()), defaults(e.candidates.size());
   for (size_t k = 0; k < e.candidates.size(); ++k) {
     any[k] = e.candidates[k].plan != nullptr;

@@ -21,11 +21,13 @@
 #include "msccl/plan/Plan.h"
 #include "msccl/runtime/SimExecutor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace msccl::tools::tune {
@@ -46,6 +48,9 @@ struct TuneOptions {
   /// the model; "" or "sim": the model. The lower bound stays model output.
   std::string backend;
   bool verbose = false;                ///< --verbose: every candidate and why one was left out
+  /// --jobs N: candidates replayed on the model at once (threads; default: the machine's cores).
+  /// The result does not depend on it. Measuring (--backend) times one candidate at a time.
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   /// --no-synth: leave out msccl-synth's programs (on one node they are candidates beside the
   /// stdlib: a spanning-path packing for the topology, AllGather, ReduceScatter and AllReduce).
   bool synth = true;

@@ -20,7 +20,7 @@ namespace {
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
         "                  [--max-bytes S] [--dtype T] [--quick] [--no-synth] [--backend NAME] [--verbose]\n"
-        "                  [--stdlib DIR]\n"
+        "                  [--jobs N] [--stdlib DIR]\n"
         "                  [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks, peers_per_tb, unit) on the performance model, keeps the plans the verifier proves, and prints the\n"
@@ -32,6 +32,7 @@ void usage(std::ostream &os) {
         "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
         "  --quick         defaults and instances only (no other grid axis)\n"
+        "  --jobs N        candidates replayed on the model at once (default: every core; same result)\n"
         "  --no-synth      leave out msccl-synth's programs (on one node they join the stdlib's:\n"
         "                  spanning-path packings for the topology, at pipeline windows 64K, 256K, 1M)\n"
         "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
@@ -75,7 +76,7 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       o.synth = false;
     } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
                a == "--backend" ||
-               a == "--ranks" || a == "--min-bytes" || a == "--max-bytes") {
+               a == "--ranks" || a == "--min-bytes" || a == "--max-bytes" || a == "--jobs") {
       if (!(v = value(a.c_str())))
         return 2;
       if (a == "--topology") o.topology = *v;
@@ -86,11 +87,12 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       else if (a == "--backend") o.backend = *v;
       else {
         std::optional<uint64_t> n = runtime::parseMessageSize(*v);
-        if (!n || (a == "--ranks" && *n > 1024)) {
+        if (!n || (a == "--ranks" && *n > 1024) || (a == "--jobs" && (*n == 0 || *n > 1024))) {
           err << "msccl-tune: bad value for " << a << ": " << *v << "\n";
           return 2;
         }
         if (a == "--ranks") o.ranks = uint32_t(*n);
+        else if (a == "--jobs") o.jobs = unsigned(*n);
         else if (a == "--min-bytes") o.minBytes = *n;
         else o.maxBytes = *n;
       }
