@@ -290,6 +290,21 @@ private:
   // --- Execution -------------------------------------------------------------------------
   bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e) const;
   bool step(TbRun &tb);
+  // One op (PlanVerifyStep.cpp): step() dispatches by op family to these handlers, each
+  // returning false while the op is blocked (tb.blockedOn says on what).
+  struct Step; ///< The op being stepped and the accessors its handlers share.
+  bool resolveData(Step &s); ///< A data op's entries; false when reported or empty (op done).
+  bool stepBarrier(Step &s);
+  bool stepSignal(Step &s);
+  bool stepWait(Step &s);
+  bool stepSemAcquire(Step &s);
+  bool stepSemRelease(Step &s);
+  bool stepPutGet(Step &s);
+  bool stepCopyReduce(Step &s);
+  bool stepSwitch(Step &s);
+  bool stepPacketsOut(Step &s);
+  bool stepPacketsIn(Step &s);
+  bool stepReducePackets(Step &s);
   void startLaunch(uint32_t r);
   void endLaunch(uint32_t r);
   void checkPostcondition(uint32_t r);
