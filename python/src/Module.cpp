@@ -466,13 +466,8 @@ void executeLocal(PlanHolder plan, py::sequence sends, py::sequence recvs, py::o
       std::rethrow_exception(e);
 }
 
-} // namespace
-
-PYBIND11_MODULE(_msccl, m) {
-  m.doc() = "msccl: compile .msccl collective algorithms to MSCCL++ execution plans and run them";
-  m.attr("__version__") = MSCCL_VERSION;
-  m.attr("compiler_version") = msccl::compilerVersion();
-
+/// The exception classes (Error and its subclasses) and their translator.
+void bindErrors(py::module_ &m) {
   errorBase = makeException(m, "Error", PyExc_RuntimeError,
                             "Base class of the errors msccl raises: .code (the library's error code name), .kind, "
                             ".diagnostics.");
@@ -495,8 +490,10 @@ PYBIND11_MODULE(_msccl, m) {
                                  "An execution failed: .kind (InvalidSize, Deadlock, Misuse, Unsupported, Backend, "
                                  "...), .diagnostics (one line per problem).");
   py::register_exception_translator(&translateExceptions);
+}
 
-  // --- Plan ---
+/// msccl.Plan, _compile and default_cache_dir.
+void bindPlan(py::module_ &m) {
   py::class_<msccl::plan::Plan, PlanHolder>(m, "Plan", R"doc(
 An MSCCL++ execution plan. Sizes are bytes; num_ranks is the number of gpus of the plan.
 Mirrors mscclpp.ExecutionPlan (name, collective, min/max_message_size, is_in_place).)doc")
@@ -531,8 +528,10 @@ Mirrors mscclpp.ExecutionPlan (name, collective, min/max_message_size, is_in_pla
         py::arg("cache") = true, py::arg("cache_dir") = py::none(), py::arg("info") = py::none());
   m.def("default_cache_dir", &msccl::defaultCacheDir,
         "The compile cache directory: $MSCCL_CACHE_DIR, else $XDG_CACHE_HOME/msccl, else ~/.cache/msccl.");
+}
 
-  // --- Registry ---
+/// SelectRequest and RegisteredPlan: what PlanRegistry selects with and returns.
+void bindSelection(py::module_ &m) {
   py::class_<msccl::SelectRequest>(m, "SelectRequest", "One call to choose a plan for (sizes in bytes).")
       .def(py::init([](std::string collective, uint64_t bytes, uint32_t worldSize, uint32_t rpn, bool inPlace,
                        std::vector<std::string> req, std::vector<std::string> pref) {
@@ -580,7 +579,10 @@ Mirrors mscclpp.ExecutionPlan (name, collective, min/max_message_size, is_in_pla
         return "<msccl.RegisteredPlan '" + r.info.name + "' " + r.info.collective + ", world size " +
                std::to_string(r.info.worldSize) + ">";
       });
+}
 
+/// msccl.PlanRegistry.
+void bindRegistry(py::module_ &m) {
   py::class_<msccl::PlanRegistry>(m, "PlanRegistry", R"doc(
 Plans registered with what they are for; select() picks one per call (mirrors MSCCL++'s
 ExecutionPlanRegistry). The default rule: among the plans that pass the hard filters (collective,
@@ -694,8 +696,10 @@ set_selector(fn) replaces the rule: fn(request, candidates) returns one of candi
                               std::vector<std::string> req, std::vector<std::string> pref) {
              return reg.explainText(requestFrom(request, bytes, ws, rpn, inPlace, req, pref));
            }, MSCCL_REQUEST_ARGS, "explain() as text, one line per plan.");
+}
 
-  // --- Communicator ---
+/// get_unique_id and msccl.Communicator.
+void bindCommunicator(py::module_ &m) {
   // libmsccl's unique-id bootstrap (Communicator::getUniqueId / initRank; no MPI).
   m.def("get_unique_id", [] {
     msccl::UniqueId id;
@@ -782,7 +786,10 @@ process: local(world_size). Ranks per node: MPI's shared-memory split, or MSCCL_
                " of " + std::to_string(c.comm->worldSize()) + ", " + std::to_string(c.comm->ranksPerNode()) +
                " per node, " + msccl::backendName(c.comm->backend()) + ">";
       });
+}
 
+/// msccl.Executor, execute_local and data_types.
+void bindExecutor(py::module_ &m) {
   py::class_<PyExecutor>(m, "Executor", R"doc(
 Runs plans on a communicator's ranks (mirrors mscclpp.Executor). execute(send, recv, plan) on
 this process's rank: send/recv are anything with a data pointer (NumPy arrays, torch CPU tensors,
@@ -818,4 +825,19 @@ sends[r] / recvs[r] are rank r's buffers (anything with a data pointer). dtype/o
 #include "msccl/plan/PlanEnums.def"
     return names;
   }, "The element types the executors reduce.");
+}
+
+} // namespace
+
+PYBIND11_MODULE(_msccl, m) {
+  m.doc() = "msccl: compile .msccl collective algorithms to MSCCL++ execution plans and run them";
+  m.attr("__version__") = MSCCL_VERSION;
+  m.attr("compiler_version") = msccl::compilerVersion();
+
+  bindErrors(m);
+  bindPlan(m);
+  bindSelection(m);
+  bindRegistry(m);
+  bindCommunicator(m);
+  bindExecutor(m);
 }
