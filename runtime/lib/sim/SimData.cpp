@@ -174,19 +174,30 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
     if (tbBytes > 0)
       add(s.tbRes, tbBytes);
   }
-  if (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush) {
-    const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
-    for (size_t i = 0; i < op.dst.size() && i < op.channels.size(); ++i) {
-      const ResolvedChannel &ch = list.at(op.channels[i]);
-      if (ch.peerChannel == kNoChannel)
-        throw ExecutionError(ErrorKind::Misuse, where(s) + ": signal to rank " + std::to_string(ch.peer) +
-                                                    ", which declares no partner channel");
-      a.signals.push_back({ch.peer, ch.peerChannel});
-    }
-    a.signalType = op.channelType;
-    a.signalDelay = port ? a.endDelay : (writeHop > 0 ? writeHop : intra); // the signal follows the data
+  if (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush)
+    putSignals(s, op, a, port ? a.endDelay : (writeHop > 0 ? writeHop : intra)); // the signal follows the data
+  startActivity(s, std::move(a), startDelay);
+}
+
+/// The signals a put-with-signal sends, one per destination entry's channel, `delay` after its data.
+void Sim::putSignals(const TbState &s, const LoweredOp &op, Activity &a, double delay) {
+  const bool port = op.channelType == ChannelType::Port;
+  const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
+  for (size_t i = 0; i < op.dst.size() && i < op.channels.size(); ++i) {
+    const ResolvedChannel &ch = list.at(op.channels[i]);
+    if (ch.peerChannel == kNoChannel)
+      throw ExecutionError(ErrorKind::Misuse, where(s) + ": signal to rank " + std::to_string(ch.peer) +
+                                                  ", which declares no partner channel");
+    a.signals.push_back({ch.peer, ch.peerChannel});
   }
-  for (const Demand &d : dem)
+  a.signalType = op.channelType;
+  a.signalDelay = delay;
+}
+
+/// Records the op's instance and queues the transfer to start `startDelay` from now; its weight
+/// is its largest demand (the bytes of its busiest resource).
+void Sim::startActivity(TbState &s, Activity &&a, double startDelay) {
+  for (const Demand &d : a.demands)
     a.weight = std::max(a.weight, d.bytes);
   a.rec = newRec(s, s.opStart);
   recs_[a.rec].transfer = a.weight > 0;

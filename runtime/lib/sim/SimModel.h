@@ -216,6 +216,8 @@ private:
   bool trySem(TbState &s, const LoweredOp &op);
   bool packetsReady(TbState &s, const LoweredOp &op);
   void startData(TbState &s, const LoweredOp &op);
+  void putSignals(const TbState &s, const LoweredOp &op, Activity &a, double delay);
+  void startActivity(TbState &s, Activity &&a, double startDelay);
   // Blocked threadblocks by what they wait for: (rank, counter kind, index).
   enum Waits : uint64_t { MemSignal, PortSignal, Semaphore, Packets };
   static uint64_t key(uint32_t rank, Waits kind, uint32_t index) {
@@ -251,6 +253,14 @@ private:
   }
   void recomputeRates();
   void complete(uint32_t a);
+  // run()'s phases (Simulate.cpp): build the model, then per time step advance the transfers
+  // and handle the due events; at the end check for deadlock and report.
+  void build();
+  void advance(double dt);
+  void handle(const Event &e);
+  void checkDeadlock() const;
+  void resourceUse(SimReport &rep, double makespan) const;
+  void criticalPath(SimReport &rep) const;
 };
 
 } // namespace msccl::runtime::sim::detail

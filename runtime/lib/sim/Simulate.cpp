@@ -258,7 +258,9 @@ void Sim::complete(uint32_t id) {
   finishAt(tbs_[a.tb], a.rec, end);
 }
 
-SimReport Sim::run() {
+/// The model's resources (each rank's links, HBM and NIC, the fabric's links, one per
+/// threadblock), the ranks' counters and the threadblocks' states.
+void Sim::build() {
   const uint32_t n = uint32_t(plan_.gpus.size());
   for (uint32_t r = 0; r < n; ++r) {
     const double caps[kPerRank] = {topo_.intraGBps, topo_.intraGBps, topo_.hbmGBps, std::max(topo_.nicGBps, 1e-9),
@@ -302,94 +304,79 @@ SimReport Sim::run() {
       tbs_.push_back(s);
     }
   }
-  for (TbState &s : tbs_)
-    step(s);
+}
 
-  double nextDone = kInf;
-  while (true) {
-    double te = events_.empty() ? kInf : events_.top().t;
-    double t = std::min(te, nextDone);
-    if (!(t < kInf))
-      break;
-    double dt = t - now_;
-    now_ = t;
-    // Progress of the transfers; completions.
-    std::vector<uint32_t> done;
-    if (!active_.empty()) {
-      std::vector<uint32_t> keep;
-      for (uint32_t id : active_) {
-        Activity &a = acts_[id];
-        a.remaining -= a.rate * dt;
-        if (a.remaining <= 1e-9 || (a.rate > 0 && a.remaining / a.rate <= 1e-15 + 1e-12 * now_))
-          done.push_back(id);
-        else
-          keep.push_back(id);
-      }
-      if (!done.empty()) {
-        active_.swap(keep);
-        setChanged_ = true;
-      }
-    }
-    for (uint32_t id : done)
-      complete(id);
-    const double horizon = now_ + 1e-15 + 1e-12 * now_;
-    while (!events_.empty() && events_.top().t <= horizon) {
-      Event e = events_.top();
-      events_.pop();
-      switch (e.kind) {
-      case Ev::Resume: {
-        TbState &s = tbs_[e.a];
-        s.lastRec = e.rec;
-        s.releaser = kNone;
-        s.pc++;
-        s.opStart = now_;
-        step(s);
-        break;
-      }
-      case Ev::Signal: {
-        RankState &rs = ranks_[e.a];
-        (e.ct == ChannelType::Port ? rs.portSig : rs.memSig).at(e.b)++;
-        wake(key(e.a, e.ct == ChannelType::Port ? PortSignal : MemSignal, e.b), e.rec, now_);
-        break;
-      }
-      case Ev::Sem:
-        ranks_[e.a].sems[e.b]++;
-        wake(key(e.a, Semaphore, e.b), e.rec, now_);
-        break;
-      case Ev::Packet: {
-        RankState &rs = ranks_[e.a];
-        addInterval(rs.packets[e.b], e.offset, e.offset + e.length);
-        rs.lastPacketRec = e.rec;
-        rs.lastPacketTime = now_;
-        wake(key(e.a, Packets, 0), e.rec, now_);
-        break;
-      }
-      case Ev::Start: {
-        Activity &a = acts_[e.a];
-        recs_[a.rec].xferStart = now_;
-        if (a.weight <= 0) {
-          complete(e.a);
-        } else {
-          a.active = true;
-          active_.push_back(e.a);
-          setChanged_ = true;
-        }
-        break;
-      }
-      }
-    }
-    if (setChanged_) {
-      recomputeRates();
-      setChanged_ = false;
-    }
-    nextDone = kInf;
+/// Moves every active transfer on by `dt` seconds at its rate and completes those that finish.
+void Sim::advance(double dt) {
+  // Progress of the transfers; completions.
+  std::vector<uint32_t> done;
+  if (!active_.empty()) {
+    std::vector<uint32_t> keep;
     for (uint32_t id : active_) {
-      const Activity &a = acts_[id];
-      if (a.rate > 0)
-        nextDone = std::min(nextDone, now_ + a.remaining / a.rate);
+      Activity &a = acts_[id];
+      a.remaining -= a.rate * dt;
+      if (a.remaining <= 1e-9 || (a.rate > 0 && a.remaining / a.rate <= 1e-15 + 1e-12 * now_))
+        done.push_back(id);
+      else
+        keep.push_back(id);
+    }
+    if (!done.empty()) {
+      active_.swap(keep);
+      setChanged_ = true;
     }
   }
+  for (uint32_t id : done)
+    complete(id);
+}
 
+/// One due event: a threadblock resumes, a signal, a semaphore release or packets land, a
+/// transfer starts.
+void Sim::handle(const Event &e) {
+  switch (e.kind) {
+  case Ev::Resume: {
+    TbState &s = tbs_[e.a];
+    s.lastRec = e.rec;
+    s.releaser = kNone;
+    s.pc++;
+    s.opStart = now_;
+    step(s);
+    break;
+  }
+  case Ev::Signal: {
+    RankState &rs = ranks_[e.a];
+    (e.ct == ChannelType::Port ? rs.portSig : rs.memSig).at(e.b)++;
+    wake(key(e.a, e.ct == ChannelType::Port ? PortSignal : MemSignal, e.b), e.rec, now_);
+    break;
+  }
+  case Ev::Sem:
+    ranks_[e.a].sems[e.b]++;
+    wake(key(e.a, Semaphore, e.b), e.rec, now_);
+    break;
+  case Ev::Packet: {
+    RankState &rs = ranks_[e.a];
+    addInterval(rs.packets[e.b], e.offset, e.offset + e.length);
+    rs.lastPacketRec = e.rec;
+    rs.lastPacketTime = now_;
+    wake(key(e.a, Packets, 0), e.rec, now_);
+    break;
+  }
+  case Ev::Start: {
+    Activity &a = acts_[e.a];
+    recs_[a.rec].xferStart = now_;
+    if (a.weight <= 0) {
+      complete(e.a);
+    } else {
+      a.active = true;
+      active_.push_back(e.a);
+      setChanged_ = true;
+    }
+    break;
+  }
+  }
+}
+
+/// Throws Deadlock naming every threadblock that did not finish and what it waits for.
+void Sim::checkDeadlock() const {
   std::vector<std::string> diags;
   for (const TbState &s : tbs_)
     if (!s.done)
@@ -398,10 +385,10 @@ SimReport Sim::run() {
     throw ExecutionError(ErrorKind::Deadlock,
                          "deadlock: " + std::to_string(diags.size()) + " threadblock(s) cannot progress", diags);
 
-  SimReport rep;
-  const double makespan = now_;
-  rep.seconds = makespan + topo_.launchUs * 1e-6;
-  rep.ops = ops_;
+}
+
+/// What each resource carried, busiest first.
+void Sim::resourceUse(SimReport &rep, double makespan) const {
   for (const Resource &r : res_) {
     if (r.bytes <= 0)
       continue;
@@ -420,7 +407,10 @@ SimReport Sim::run() {
   }
   std::stable_sort(rep.resources.begin(), rep.resources.end(),
                    [](const ResourceUse &a, const ResourceUse &b) { return a.utilisation > b.utilisation; });
-  // Critical path: back from the instance that ends last.
+}
+
+void Sim::criticalPath(SimReport &rep) const {
+  // Back from the instance that ends last.
   uint32_t last = kNone;
   for (uint32_t i = 0; i < recs_.size(); ++i)
     if (last == kNone || recs_[i].end > recs_[last].end)
@@ -451,6 +441,47 @@ SimReport Sim::run() {
     prevEnd = std::max(prevEnd, r.end);
     rep.criticalPath.push_back(c);
   }
+}
+
+SimReport Sim::run() {
+  build();
+  for (TbState &s : tbs_)
+    step(s);
+
+  double nextDone = kInf;
+  while (true) {
+    double te = events_.empty() ? kInf : events_.top().t;
+    double t = std::min(te, nextDone);
+    if (!(t < kInf))
+      break;
+    double dt = t - now_;
+    now_ = t;
+    advance(dt);
+    const double horizon = now_ + 1e-15 + 1e-12 * now_;
+    while (!events_.empty() && events_.top().t <= horizon) {
+      Event e = events_.top();
+      events_.pop();
+      handle(e);
+    }
+    if (setChanged_) {
+      recomputeRates();
+      setChanged_ = false;
+    }
+    nextDone = kInf;
+    for (uint32_t id : active_) {
+      const Activity &a = acts_[id];
+      if (a.rate > 0)
+        nextDone = std::min(nextDone, now_ + a.remaining / a.rate);
+    }
+  }
+  checkDeadlock();
+
+  SimReport rep;
+  const double makespan = now_;
+  rep.seconds = makespan + topo_.launchUs * 1e-6;
+  rep.ops = ops_;
+  resourceUse(rep, makespan);
+  criticalPath(rep);
   return rep;
 }
 
