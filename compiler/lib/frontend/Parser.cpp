@@ -704,30 +704,15 @@ bool parseLiteral(llvm::StringRef text, LiteralValue &out, std::string &error) {
   return true;
 }
 
-Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) {
-  const llvm::MemoryBuffer *buf = diag.sourceMgr().getMemoryBuffer(bufferId);
-  llvm::StringRef text = buf->getBuffer();
-  size_t bad = firstInvalidUtf8(text);
-  if (bad != llvm::StringRef::npos) {
-    diag.report(SMLoc::getFromPointer(text.data() + bad), DiagId::err_invalid_utf8,
-                {llvm::utohexstr(static_cast<unsigned char>(text[bad]), false, 2)});
-    return nullptr; // ANTLR's decoder would throw
-  }
-  LocMap map(text);
-  unsigned errorsBefore = diag.errorCount();
-
-  antlr4::ANTLRInputStream input(text.data(), text.size());
-  MscclLexer lexer(&input);
-  lexer.removeErrorListeners();
-  LexErrorListener lexErrors(diag, map);
-  lexer.addErrorListener(&lexErrors);
-
-  // Token filter: drop NL inside (...) / [...], collapse NL runs, report bad tokens, bound
-  // the nesting. The nesting weight of a token bounds the depth of the parse tree and of the
-  // AST above it: brackets add one while open and one for the group once closed (trailers
-  // `f(x)[i]` chain), operators add one each; `,` and `:` go back to the weight of the
-  // enclosing bracket (siblings), and so does a statement end (a newline or `;` directly in
-  // a block; not before `else`).
+/// parseBuffer's token filter: drop NL inside (...) / [...], collapse NL runs, report bad
+/// tokens, bound the nesting. The nesting weight of a token bounds the depth of the parse tree
+/// and of the AST above it: brackets add one while open and one for the group once closed
+/// (trailers `f(x)[i]` chain), operators add one each; `,` and `:` go back to the weight of the
+/// enclosing bracket (siblings), and so does a statement end (a newline or `;` directly in a
+/// block; not before `else`). Returns the tokens to parse; `unclosed` is the first bracket never
+/// closed (nullptr when all close). Errors go to `diag` (the caller stops when there are any).
+static std::vector<std::unique_ptr<antlr4::Token>> filterTokens(MscclLexer &lexer, diag::DiagEngine &diag,
+                                                                const LocMap &map, antlr4::Token *&unclosed) {
   std::vector<std::unique_ptr<antlr4::Token>> tokens;
   struct Open {
     size_t type;     // LPAREN, LBRACK or LBRACE
@@ -735,7 +720,7 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
     unsigned base;   // nesting weight inside the bracket
   };
   std::vector<Open> stack;
-  antlr4::Token *unclosed = nullptr; // the first bracket found never closed
+  unclosed = nullptr; // the first bracket found never closed
   unsigned weight = 0;
   bool statementEnded = false;
   bool tooDeep = false;
@@ -823,6 +808,31 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
     }
     tokens.push_back(std::move(tok));
   }
+  if (!unclosed && !stack.empty())
+    unclosed = stack.back().tok;
+  return tokens;
+}
+
+Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) {
+  const llvm::MemoryBuffer *buf = diag.sourceMgr().getMemoryBuffer(bufferId);
+  llvm::StringRef text = buf->getBuffer();
+  size_t bad = firstInvalidUtf8(text);
+  if (bad != llvm::StringRef::npos) {
+    diag.report(SMLoc::getFromPointer(text.data() + bad), DiagId::err_invalid_utf8,
+                {llvm::utohexstr(static_cast<unsigned char>(text[bad]), false, 2)});
+    return nullptr; // ANTLR's decoder would throw
+  }
+  LocMap map(text);
+  unsigned errorsBefore = diag.errorCount();
+
+  antlr4::ANTLRInputStream input(text.data(), text.size());
+  MscclLexer lexer(&input);
+  lexer.removeErrorListeners();
+  LexErrorListener lexErrors(diag, map);
+  lexer.addErrorListener(&lexErrors);
+
+  antlr4::Token *unclosed = nullptr;
+  std::vector<std::unique_ptr<antlr4::Token>> tokens = filterTokens(lexer, diag, map, unclosed);
   if (diag.errorCount() != errorsBefore)
     return nullptr; // lexical errors or too deep: the parser would only add noise
 
@@ -832,19 +842,11 @@ Module *parseBuffer(AstContext &ctx, diag::DiagEngine &diag, unsigned bufferId) 
   if (tokens.empty())
     return m; // nothing but blanks and comments (ANTLR's ListTokenSource refuses no tokens)
 
-  if (tokens.empty()) { // an empty file (or only comments): ANTLR's ListTokenSource rejects no tokens
-    Module *m = ctx.module();
-    m->bufferId = bufferId;
-    m->filename = buf->getBufferIdentifier().str();
-    return m;
-  }
   antlr4::ListTokenSource source(std::move(tokens));
   antlr4::CommonTokenStream stream(&source);
   MscclParser parser(&stream);
   parser.removeErrorListeners();
   ErrorListener errors(diag, map);
-  if (!unclosed && !stack.empty())
-    unclosed = stack.back().tok;
   if (unclosed)
     errors.unclosed = map.at(unclosed);
   parser.addErrorListener(&errors);
