@@ -6,6 +6,7 @@ two communicators in a row take two ids (msccl/attempt_0/unique_id/0 and /1 in t
 sums the ranks through an executed plan-free exchange (barrier) and a checked AllReduce plan.
 Prints PASS on rank 0; any failure raises (FAIL_REGULAR_EXPRESSION: Traceback).
 """
+import errno
 import os
 import socket
 
@@ -19,8 +20,14 @@ rank, size = dist.get_rank(), dist.get_world_size()
 blocker = None
 if rank == 0:  # the port the environment path would guess is taken
     blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    blocker.bind(("", int(os.environ["MASTER_PORT"]) + 1))
-    blocker.listen(1)
+    try:
+        blocker.bind(("", int(os.environ["MASTER_PORT"]) + 1))
+        blocker.listen(1)
+    except OSError as e:  # another process holds it already (torchrun's port is random): as good
+        if e.errno != errno.EADDRINUSE:
+            raise
+        blocker.close()
+        blocker = None
 dist.barrier()
 assert "MSCCL_BOOTSTRAP_SECRET" not in os.environ
 comms = [msccl.Communicator.from_env(), msccl.Communicator.from_env()]
