@@ -743,6 +743,18 @@ Executor::~Executor() = default;
 
 void Executor::abort() { impl_->abortAll(); }
 
+void Executor::pollError() {
+  try {
+    std::lock_guard<std::mutex> lock(impl_->liveMu); // sessions leave `live` before they close
+    for (runtime::RankSession *s : impl_->live)
+      s->poll();
+  } catch (const Error &) {
+    throw;
+  } catch (...) {
+    detail::rethrowAsError("Executor::pollError");
+  }
+}
+
 void Executor::copy(void *dst, const void *src, size_t bytes, void *stream) {
   if (!bytes)
     return;

@@ -787,8 +787,20 @@ MSCCL_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
 MSCCL_EXPORT ncclResult_t ncclMemFree(void *ptr) { return forward<decltype(&ncclMemFree)>("ncclMemFree", nullptr, ptr); }
 MSCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
   Comm *c = ours(comm);
+  if (c && asyncError && c->executor && c->asyncError == ncclSuccess) {
+    // A planned call on a GPU returns once queued on its stream: ask whether one has since failed
+    // (a device-side wait that timed out, an abort). Called from PyTorch's watchdog thread, so
+    // the message goes to stderr and this thread's ncclGetLastError, not to c->lastError.
+    try {
+      c->executor->pollError();
+    } catch (const std::exception &e) {
+      c->asyncError = failWith(nullptr, ncclInternalError,
+                               "rank " + std::to_string(c->rank) + ": a planned call failed after it returned: " +
+                                   e.what());
+    }
+  }
   if (c && asyncError && (c->asyncError != ncclSuccess || !c->real)) {
-    *asyncError = c->asyncError; // a planned call that failed; our executes are synchronous otherwise
+    *asyncError = c->asyncError; // a planned call that failed; else nothing of ours is pending
     return ncclSuccess;
   }
   return forward<decltype(&ncclCommGetAsyncError)>("ncclCommGetAsyncError", c, realOf(comm), asyncError);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -47,7 +48,9 @@ struct Comm {
   int rank = 0, size = 1, ranksPerNode = 0, device = 0;
   bool hostBuffers = false;                       // MSCCL_BACKEND=cpu: the call's buffers are host memory
   std::string lastError;
-  ncclResult_t asyncError = ncclSuccess;          // a planned call that failed while running (ncclCommGetAsyncError)
+  // A planned call that failed while running, or after it returned (a stream-ordered launch the
+  // executor's pollError reports); read and set from PyTorch's watchdog thread too.
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
   std::unique_ptr<Mailbox> mailbox;               // send/recv sets (PointToPoint.h); freed before `comm`
   /// Broadcast/Reduce plans renamed for a root other than 0 (msccl::rootedPlan), by (plan, root).
   std::map<std::pair<const plan::Plan *, int>, msccl::PlanPtr> rootedPlans;

@@ -403,6 +403,15 @@ public:
   /// backend.
   void copy(void *dst, const void *src, size_t bytes, void *stream = nullptr);
 
+  /// Reports, without waiting, a failure of work an earlier execute left running: on CUDA with
+  /// one process per rank, execute returns once its launch is queued on the caller's stream, and
+  /// a launch that later fails on the device (a wait that timed out: a peer that never came; an
+  /// abort) would otherwise surface only at the next execute. Throws that Error (Deadlock,
+  /// Misuse) once; returns when nothing failed or the work still runs. From any thread, also
+  /// while another thread is in execute (NCCL's ncclCommGetAsyncError, which PyTorch's watchdog
+  /// polls). Other backends return at once: their executes return when done.
+  void pollError();
+
   /// AllToAllV: run a plan with variable_sizes (docs/spec/plan-format.md §10.8, e.g.
   /// stdlib:alltoallv/allpairs) for `rank` with the count matrix of this call.
   /// `counts` is the FULL n x n matrix, row-major, in ELEMENTS of `dtype` (runtime::CountMatrix):

@@ -395,7 +395,17 @@ struct CudaRankSession::Impl {
     if (aborted.load() || !diags.empty()) failed(inFlightLaunch, diags);
   }
 
+  // callAsync and poll (another thread: the NCCL shim's ncclCommGetAsyncError) both settle the
+  // previous launch.
+  std::mutex settleMu;
+
+  void poll() {
+    std::lock_guard<std::mutex> lock(settleMu);
+    settlePrevious(false);
+  }
+
   void callAsync(const void *send, size_t sendBytes, void *recv, size_t recvBytes, void *stream) {
+    std::lock_guard<std::mutex> lock(settleMu);
     settlePrevious(false);
     DeviceStream s = stream; // the caller's cudaStream_t (null: the legacy default stream)
     if (sendBytes) api->copyAsync(dev, input, send, sendBytes, s);
@@ -454,6 +464,7 @@ void CudaRankSession::call(const void *send, size_t sendBytes, void *recv, size_
   impl_->call(send, sendBytes, recv, recvBytes, stream);
 }
 void CudaRankSession::abort() { impl_->abort(); }
+void CudaRankSession::poll() { impl_->poll(); }
 
 } // namespace msccl::cuda
 

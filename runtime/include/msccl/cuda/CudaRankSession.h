@@ -77,6 +77,9 @@ public:
   /// Marks every wait of the launch in progress as given up (the kernel ends; the call throws
   /// Misuse) and refuses later calls.
   void abort() override;
+  /// Throws what the last stream-ordered launch ended with once it has run and failed (a
+  /// device-side wait timed out, or an abort), without waiting (RankSession::poll).
+  void poll() override;
 
   struct Impl;
 

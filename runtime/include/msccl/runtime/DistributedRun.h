@@ -73,6 +73,12 @@ public:
   /// Stop this rank's call in progress from any thread (it throws ExecutionError(Misuse) or
   /// Deadlock soon after) and refuse later ones; local: no other rank is told (ncclCommAbort).
   virtual void abort() = 0;
+  /// Throws, once, what an earlier call that returned before its work ran (a stream-ordered
+  /// launch on a GPU) ended with, if it has run and failed (Deadlock: a device-side wait timed
+  /// out; Misuse: aborted); returns at once otherwise (nothing failed, or it still runs). Never
+  /// waits. From any thread, also while another calls `call` (NCCL's ncclCommGetAsyncError, which
+  /// PyTorch's watchdog polls). Sessions whose calls return when done have nothing to report.
+  virtual void poll() {}
 };
 
 /// RankSession::call's argument check, for every implementation: throws ExecutionError(Misuse)
