@@ -244,11 +244,9 @@ Json convert(const Op &op, const TbChannels &tbc) {
   return j.toJson();
 }
 
-} // namespace
-
-std::string emitLegacyJson(const Program &program, Lowered &lw) {
-  const ProgramOptions &o = program.options();
-  // Buffer sizes from usage.
+/// Buffer sizes from usage: the largest chunk any local op touches, at least the collective's
+/// buffers; under LL every rank gets the largest scratch.
+void sizeBuffers(const ProgramOptions &o, Lowered &lw) {
   for (Gpu &g : lw.gpus) {
     int64_t size[3] = {0, 0, 0};
     auto grow = [&](const Ref &r) {
@@ -281,8 +279,14 @@ std::string emitLegacyJson(const Program &program, Lowered &lw) {
     for (auto &g : lw.gpus)
       g.scratchChunks = m;
   }
-  // Channels per rank: key -> sorted (tb, peers); keys in first-use order.
-  std::vector<std::vector<std::pair<ChanKey, std::vector<ChanEntry>>>> chans(lw.gpus.size());
+}
+
+/// A rank's channels: key -> its (tb, peers) entries, sorted; keys in first-use order.
+using RankChannels = std::vector<std::pair<ChanKey, std::vector<ChanEntry>>>;
+
+/// Channels per rank, numbered per (src buffer, dst buffer, type) in (tb, peers) order.
+std::vector<RankChannels> numberChannels(const Lowered &lw) {
+  std::vector<RankChannels> chans(lw.gpus.size());
   for (size_t gi = 0; gi < lw.gpus.size(); ++gi) {
     auto &cd = chans[gi];
     for (auto &tb : lw.gpus[gi].threadblocks)
@@ -297,62 +301,148 @@ std::string emitLegacyJson(const Program &program, Lowered &lw) {
     for (auto &e : cd)
       std::sort(e.second.begin(), e.second.end());
   }
-  // Dependencies: waits do not depend on signals; drop those already waited for; nops.
-  for (Gpu &g : lw.gpus)
-    for (auto &tb : g.threadblocks) {
-      for (Op *op : tb.ops)
-        if (op->inst == Inst::Wait)
-          op->depends.erase(std::remove_if(op->depends.begin(), op->depends.end(),
-                                           [](Op *d) { return d->inst == Inst::Signal; }),
-                            op->depends.end());
-      std::vector<Op *> running;
-      for (Op *op : tb.ops) {
-        std::vector<Op *> kept;
-        for (Op *d : op->depends)
-          if (std::find(running.begin(), running.end(), d) == running.end())
-            kept.push_back(d);
-        op->depends = kept;
-        running.insert(running.end(), kept.begin(), kept.end());
-      }
-      std::vector<Op *> newOps;
-      for (Op *op : tb.ops) {
-        if (noSyncBarrier(op->inst)) {
-          newOps.push_back(op);
-          continue;
-        }
-        std::vector<Op *> nd;
-        for (Op *d : op->depends)
-          if (d->inst != Inst::Barrier && d->tb == op->tb)
-            nd.push_back(d);
-        if (!newOps.empty() && (newOps.back()->inst == Inst::Barrier || newOps.back()->inst == Inst::Nop)) {
-          auto &bd = newOps.back()->depends;
-          bd.insert(bd.end(), nd.begin(), nd.end());
-        } else if (!nd.empty()) {
-          lw.ownedOps.emplace_back();
-          Op *nop = &lw.ownedOps.back();
-          nop->inst = Inst::Nop;
-          nop->depends = nd;
-          newOps.push_back(nop);
-        }
-        newOps.push_back(op);
-      }
-      tb.ops = std::move(newOps);
-      for (size_t i = 0; i < tb.ops.size(); ++i) {
-        tb.ops[i]->step = int64_t(i);
-        tb.ops[i]->tb = tb.id;
-      }
-    }
-  // _dump_to_json
-  int64_t maxScratch = 0, maxInput = 0, maxOutput = 0;
-  for (auto &g : lw.gpus) {
-    maxScratch = std::max(maxScratch, g.scratchChunks);
-    maxInput = std::max(maxInput, g.inputChunks);
-    maxOutput = std::max(maxOutput, g.outputChunks);
+  return chans;
+}
+
+/// Dependencies of one threadblock: waits do not depend on signals; those already waited for
+/// are dropped; the remaining same-tb ones become nops (merged into a preceding nop or
+/// barrier); then the ops are renumbered.
+void insertNops(Threadblock &tb, Lowered &lw) {
+  for (Op *op : tb.ops)
+    if (op->inst == Inst::Wait)
+      op->depends.erase(std::remove_if(op->depends.begin(), op->depends.end(),
+                                       [](Op *d) { return d->inst == Inst::Signal; }),
+                        op->depends.end());
+  std::vector<Op *> running;
+  for (Op *op : tb.ops) {
+    std::vector<Op *> kept;
+    for (Op *d : op->depends)
+      if (std::find(running.begin(), running.end(), d) == running.end())
+        kept.push_back(d);
+    op->depends = kept;
+    running.insert(running.end(), kept.begin(), kept.end());
   }
-  auto sortKey = [](const ChanKey &k) {
-    return std::make_tuple(std::string(bufName(std::get<0>(k))), std::string(bufName(std::get<1>(k))),
-                           std::string(chanName(std::get<2>(k))));
-  };
+  std::vector<Op *> newOps;
+  for (Op *op : tb.ops) {
+    if (noSyncBarrier(op->inst)) {
+      newOps.push_back(op);
+      continue;
+    }
+    std::vector<Op *> nd;
+    for (Op *d : op->depends)
+      if (d->inst != Inst::Barrier && d->tb == op->tb)
+        nd.push_back(d);
+    if (!newOps.empty() && (newOps.back()->inst == Inst::Barrier || newOps.back()->inst == Inst::Nop)) {
+      auto &bd = newOps.back()->depends;
+      bd.insert(bd.end(), nd.begin(), nd.end());
+    } else if (!nd.empty()) {
+      lw.ownedOps.emplace_back();
+      Op *nop = &lw.ownedOps.back();
+      nop->inst = Inst::Nop;
+      nop->depends = nd;
+      newOps.push_back(nop);
+    }
+    newOps.push_back(op);
+  }
+  tb.ops = std::move(newOps);
+  for (size_t i = 0; i < tb.ops.size(); ++i) {
+    tb.ops[i]->step = int64_t(i);
+    tb.ops[i]->tb = tb.id;
+  }
+}
+
+/// The order _dump_to_json sorts channels in: by the names of src buffer, dst buffer, type.
+std::tuple<std::string, std::string, std::string> sortKey(const ChanKey &k) {
+  return std::make_tuple(std::string(bufName(std::get<0>(k))), std::string(bufName(std::get<1>(k))),
+                         std::string(chanName(std::get<2>(k))));
+}
+
+/// The largest input, output and scratch buffer of any rank (an NVLS group's size).
+struct MaxSizes {
+  int64_t input = 0, output = 0, scratch = 0;
+};
+
+/// A rank's "channels": NVLS rank groups or the peers each channel connects to, sorted.
+Json rankChannelsJson(const RankChannels &chans, const MaxSizes &max) {
+  RankChannels sorted;
+  for (auto &e : chans)
+    if (std::get<2>(e.first) != ChanType::None)
+      sorted.push_back(e);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](auto &a, auto &b) { return sortKey(a.first) < sortKey(b.first); });
+  Json cj = Json::array();
+  for (auto &[k, entries] : sorted) {
+    if (std::get<2>(k) == ChanType::Nvls) {
+      Buf b = std::get<0>(k);
+      int64_t size = b == Buf::Input ? max.input : b == Buf::Output ? max.output : max.scratch;
+      Json groups = Json::array();
+      for (auto &e : entries) {
+        std::vector<int> r = e.peers;
+        std::sort(r.begin(), r.end());
+        groups.push_back(Json{{"size", size}, {"ranks", r}});
+      }
+      cj.push_back(Json{{"buff", bufName(b)}, {"type", "nvls"}, {"rankGroups", groups}});
+    } else {
+      Json peers = Json::array();
+      for (auto &e : entries)
+        peers.push_back(e.peers[0]);
+      cj.push_back(Json{{"srcbuff", bufName(std::get<0>(k))},
+                        {"dstbuff", bufName(std::get<1>(k))},
+                        {"type", chanName(std::get<2>(k))},
+                        {"connectedTo", peers}});
+    }
+  }
+  return cj;
+}
+
+/// One threadblock: its ops and the ids of the rank's channels it uses.
+Json threadblockJson(const Threadblock &tb, const RankChannels &chans) {
+  TbChannels tbc;
+  std::vector<std::pair<ChanKey, std::vector<int64_t>>> tbChans;
+  for (auto &[k, entries] : chans) {
+    std::vector<int64_t> ids;
+    std::vector<std::vector<int>> peers;
+    for (size_t id = 0; id < entries.size(); ++id)
+      if (entries[id].tb == tb.id) {
+        ids.push_back(int64_t(id));
+        peers.push_back(entries[id].peers);
+      }
+    if (!ids.empty()) {
+      tbc[k] = peers;
+      if (std::get<2>(k) != ChanType::None)
+        tbChans.push_back({k, ids});
+    }
+  }
+  std::stable_sort(tbChans.begin(), tbChans.end(),
+                   [&](auto &a, auto &b) { return sortKey(a.first) < sortKey(b.first); });
+  Json ops = Json::array();
+  for (Op *op : tb.ops)
+    ops.push_back(convert(*op, tbc));
+  Json tchans = Json::array();
+  for (auto &[k, ids] : tbChans)
+    tchans.push_back(Json{{"src", bufName(std::get<0>(k))},
+                          {"dst", bufName(std::get<1>(k))},
+                          {"ctype", chanName(std::get<2>(k))},
+                          {"cids", ids}});
+  return Json{{"id", tb.id}, {"ops", ops}, {"channels", tchans}};
+}
+
+} // namespace
+
+std::string emitLegacyJson(const Program &program, Lowered &lw) {
+  const ProgramOptions &o = program.options();
+  sizeBuffers(o, lw);
+  std::vector<RankChannels> chans = numberChannels(lw);
+  for (Gpu &g : lw.gpus)
+    for (auto &tb : g.threadblocks)
+      insertNops(tb, lw);
+  // _dump_to_json
+  MaxSizes max;
+  for (auto &g : lw.gpus) {
+    max.scratch = std::max(max.scratch, g.scratchChunks);
+    max.input = std::max(max.input, g.inputChunks);
+    max.output = std::max(max.output, g.outputChunks);
+  }
   Json gpus = Json::array();
   for (size_t gi = 0; gi < lw.gpus.size(); ++gi) {
     Gpu &g = lw.gpus[gi];
@@ -363,66 +453,10 @@ std::string emitLegacyJson(const Program &program, Lowered &lw) {
     gj["scratchChunks"] = g.scratchChunks;
     gj["chunkGroups"] = o.collective.numChunkGroups * o.instances;
     gj["threadblocks"] = Json::array();
-    std::vector<std::pair<ChanKey, std::vector<ChanEntry>>> sorted;
-    for (auto &e : chans[gi])
-      if (std::get<2>(e.first) != ChanType::None)
-        sorted.push_back(e);
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [&](auto &a, auto &b) { return sortKey(a.first) < sortKey(b.first); });
-    Json cj = Json::array();
-    for (auto &[k, entries] : sorted) {
-      if (std::get<2>(k) == ChanType::Nvls) {
-        Buf b = std::get<0>(k);
-        int64_t size = b == Buf::Input ? maxInput : b == Buf::Output ? maxOutput : maxScratch;
-        Json groups = Json::array();
-        for (auto &e : entries) {
-          std::vector<int> r = e.peers;
-          std::sort(r.begin(), r.end());
-          groups.push_back(Json{{"size", size}, {"ranks", r}});
-        }
-        cj.push_back(Json{{"buff", bufName(b)}, {"type", "nvls"}, {"rankGroups", groups}});
-      } else {
-        Json peers = Json::array();
-        for (auto &e : entries)
-          peers.push_back(e.peers[0]);
-        cj.push_back(Json{{"srcbuff", bufName(std::get<0>(k))},
-                          {"dstbuff", bufName(std::get<1>(k))},
-                          {"type", chanName(std::get<2>(k))},
-                          {"connectedTo", peers}});
-      }
-    }
-    for (auto &tb : g.threadblocks) {
-      if (tb.id < 0)
-        continue;
-      TbChannels tbc;
-      std::vector<std::pair<ChanKey, std::vector<int64_t>>> tbChans;
-      for (auto &[k, entries] : chans[gi]) {
-        std::vector<int64_t> ids;
-        std::vector<std::vector<int>> peers;
-        for (size_t id = 0; id < entries.size(); ++id)
-          if (entries[id].tb == tb.id) {
-            ids.push_back(int64_t(id));
-            peers.push_back(entries[id].peers);
-          }
-        if (!ids.empty()) {
-          tbc[k] = peers;
-          if (std::get<2>(k) != ChanType::None)
-            tbChans.push_back({k, ids});
-        }
-      }
-      std::stable_sort(tbChans.begin(), tbChans.end(),
-                       [&](auto &a, auto &b) { return sortKey(a.first) < sortKey(b.first); });
-      Json ops = Json::array();
-      for (Op *op : tb.ops)
-        ops.push_back(convert(*op, tbc));
-      Json tchans = Json::array();
-      for (auto &[k, ids] : tbChans)
-        tchans.push_back(Json{{"src", bufName(std::get<0>(k))},
-                              {"dst", bufName(std::get<1>(k))},
-                              {"ctype", chanName(std::get<2>(k))},
-                              {"cids", ids}});
-      gj["threadblocks"].push_back(Json{{"id", tb.id}, {"ops", ops}, {"channels", tchans}});
-    }
+    Json cj = rankChannelsJson(chans[gi], max);
+    for (auto &tb : g.threadblocks)
+      if (tb.id >= 0)
+        gj["threadblocks"].push_back(threadblockJson(tb, chans[gi]));
     gj["channels"] = cj;
     gpus.push_back(std::move(gj));
   }
