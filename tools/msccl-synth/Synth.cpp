@@ -281,6 +281,32 @@ void addTree(const LinkGraph &g, const Tree &t, std::vector<double> &load, doubl
       }
 }
 
+/// The links' loads (in parts) of a packing.
+std::vector<double> loadOf(const LinkGraph &g, const std::vector<Tree> &trees) {
+  std::vector<double> load(g.capBps.size(), 0);
+  for (const Tree &t : trees)
+    addTree(g, t, load, 1);
+  return load;
+}
+
+/// The links at the busiest utilisation `worst` (within rounding).
+std::vector<bool> atWorst(const LinkGraph &g, const std::vector<double> &load, double worst) {
+  std::vector<bool> mark(load.size());
+  for (uint32_t d = 0; d < load.size(); ++d)
+    mark[d] = load[d] / g.capBps[d] >= worst * (1 - 1e-9);
+  return mark;
+}
+
+/// Whether tree `t` (with g.symmetric: one of its translates) crosses a link of `mark`.
+bool crosses(const LinkGraph &g, const Tree &t, const std::vector<bool> &mark) {
+  std::vector<double> mine(mark.size(), 0);
+  addTree(g, t, mine, 1);
+  for (uint32_t d = 0; d < mark.size(); ++d)
+    if (mark[d] && mine[d] > 0)
+      return true;
+  return false;
+}
+
 /// The cheapest tree (or path) from `root` when crossing directed link d costs price[d].
 Tree treeFor(const LinkGraph &g, uint32_t root, const std::vector<double> &price, Shape shape) {
   const uint32_t n = g.ranks;
@@ -352,9 +378,7 @@ Score score(const LinkGraph &g, const std::vector<double> &load) {
 /// of squared link utilisations (a convex stand-in for the busiest link), keeping a new tree only
 /// when that sum drops, until a sweep changes nothing.
 void balance(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
-  std::vector<double> load(g.capBps.size(), 0);
-  for (const Tree &t : trees)
-    addTree(g, t, load, 1);
+  std::vector<double> load = loadOf(g, trees);
   auto squares = [&] {
     double s = 0;
     for (uint32_t d = 0; d < load.size(); ++d)
@@ -387,22 +411,13 @@ void balance(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
 /// Local search after the sweeps: rebuild, one at a time, the trees crossing the busiest link
 /// with a steep price, keeping a new tree only when the score improves; stop when none does.
 void refine(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
-  std::vector<double> load(g.capBps.size(), 0);
-  for (const Tree &t : trees)
-    addTree(g, t, load, 1);
+  std::vector<double> load = loadOf(g, trees);
   Score now = score(g, load);
   for (int round = 0; round < 4000; ++round) {
-    std::vector<bool> worst(load.size());
-    for (uint32_t d = 0; d < load.size(); ++d)
-      worst[d] = load[d] / g.capBps[d] >= now.worst * (1 - 1e-9);
+    const std::vector<bool> worst = atWorst(g, load, now.worst);
     bool improved = false;
     for (Tree &t : trees) {
-      bool crosses = false;
-      for (uint32_t v = 0; v < g.ranks && !crosses; ++v)
-        if (t.parent[v] >= 0)
-          for (uint32_t d : g.routes[uint32_t(t.parent[v]) * g.ranks + v])
-            crosses = crosses || worst[d];
-      if (!crosses)
+      if (!crosses(g, t, worst))
         continue;
       addTree(g, t, load, -1);
       for (double alpha : {4.0, 16.0, 64.0, 256.0}) {
@@ -424,27 +439,17 @@ void refine(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
   }
 }
 
-
 /// Exchanges when single rebuilds are stuck: for a tree crossing a busiest link and any other
 /// tree, rebuild both (the first against steep prices, then the second), keeping the pair only
 /// when the score improves; stop when no pair does.
 void refinePairs(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
-  std::vector<double> load(g.capBps.size(), 0);
-  for (const Tree &t : trees)
-    addTree(g, t, load, 1);
+  std::vector<double> load = loadOf(g, trees);
   Score now = score(g, load);
-  auto crossesWorst = [&](const Tree &t) {
-    for (uint32_t v = 0; v < g.ranks; ++v)
-      if (t.parent[v] >= 0)
-        for (uint32_t d : g.routes[uint32_t(t.parent[v]) * g.ranks + v])
-          if (load[d] / g.capBps[d] >= now.worst * (1 - 1e-9))
-            return true;
-    return false;
-  };
   for (int round = 0; round < 200; ++round) {
+    const std::vector<bool> worst = atWorst(g, load, now.worst);
     bool improved = false;
     for (size_t a = 0; a < trees.size() && !improved; ++a) {
-      if (!crossesWorst(trees[a]))
+      if (!crosses(g, trees[a], worst))
         continue;
       for (size_t b = 0; b < trees.size() && !improved; ++b) {
         if (b == a)
@@ -507,12 +512,7 @@ std::vector<Tree> searchOnce(const LinkGraph &g, uint32_t perRoot, Shape shape, 
   return best;
 }
 
-Score scoreOf(const LinkGraph &g, const std::vector<Tree> &trees) {
-  std::vector<double> load(g.capBps.size(), 0);
-  for (const Tree &t : trees)
-    addTree(g, t, load, 1);
-  return score(g, load);
-}
+Score scoreOf(const LinkGraph &g, const std::vector<Tree> &trees) { return score(g, loadOf(g, trees)); }
 
 /// The search on `g` as given: restarts with perturbed prices (a fixed seed: the same topology
 /// gives the same program), the best refined by exchanges.
