@@ -9,7 +9,14 @@ store) and an msccl Communicator whose unique id rank 0 hands out through that s
 does for NCCL's; no MPI). CustomizedComm.all_reduce selects a registered plan for the
 tensor's size and runs it in place on the tensor's memory through data_ptr(); every result is
 checked against torch.distributed.all_reduce on gloo. Exits non-zero on any difference.
+
+With MSCCL_PLANS set to a plan directory (msccl-tune -o DIR writes one, with an index of size
+ranges), the registry takes its plans instead of the two compiled here:
+
+    msccl-tune --topology hgx-h100 --ranks 4 --collective allreduce -o tuned/
+    MSCCL_PLANS=tuned/ torchrun --nproc_per_node=4 customized_comm.py
 """
+import os
 import sys
 
 import torch
@@ -32,6 +39,10 @@ class CustomizedComm:
         self.world_size = comm.size
         self.executor = msccl.Executor(comm)
         self.registry = msccl.PlanRegistry()
+        if os.environ.get("MSCCL_PLANS"):
+            # A plan directory (e.g. msccl-tune's winners and their size ranges).
+            self.registry.register_directory(os.environ["MSCCL_PLANS"])
+            return
         n = {"ranks": self.world_size}
         # In-place AllReduce plans: all-pairs (one step) for small tensors, the ring above 32 KiB.
         self.registry.register(msccl.compile("stdlib:allreduce/allpairs", defines=n),
