@@ -9,6 +9,8 @@
 #include "BuiltinIndex.h"
 #include "Interp.h"
 
+#include <llvm/ADT/ArrayRef.h>
+
 namespace msccl::elab {
 
 using namespace msccl::ast;
@@ -396,31 +398,258 @@ Value Interp::methodCall(const MethodCallExpr *m) {
   return callMethod(id, self, args, locs, m->loc);
 }
 
+namespace {
+
+using Handle = decltype(DslObj::handle);
+
+/// The arguments of one method call, converted by position with the parameter types of
+/// Builtins.def: I int, OI optional int, C chunk, OC optional chunk, G threadblock group,
+/// S SyncType, R ReduceOperationType, B bool, CL chunk list, IL int list.
+struct MethodArgs {
+  Interp &in;
+  llvm::ArrayRef<Value> a;
+  llvm::ArrayRef<SMLoc> locs;
+  const Interp::ArgCtx &ac;
+  int64_t I(size_t i) const { return in.toInt(a[i], ac, i, locs[i]); }
+  std::optional<int64_t> OI(size_t i) const { return in.toOptInt(a[i], ac, i, locs[i]); }
+  const ir::Chunk &C(size_t i) const { return in.toChunk(a[i], ac, i, locs[i]); }
+  std::optional<ir::Chunk> OC(size_t i) const {
+    if (a[i].isNone())
+      return std::nullopt;
+    return in.toChunk(a[i], ac, i, locs[i]);
+  }
+  const ir::ThreadBlockGroup *G(size_t i) const { return in.toTbGroup(a[i], ac, i, locs[i]); }
+  ir::SyncType S(size_t i) const {
+    return static_cast<ir::SyncType>(in.toEnum(a[i], EnumId::SyncType, ac, i, locs[i]));
+  }
+  ir::ReduceOperationType R(size_t i) const {
+    return static_cast<ir::ReduceOperationType>(in.toEnum(a[i], EnumId::ReduceOperationType, ac, i, locs[i]));
+  }
+  bool B(size_t i) const { return in.toBool(a[i], ac, i, locs[i]); }
+  std::vector<ir::Chunk> CL(size_t i) const { return in.toChunkList(a[i], ac, i, locs[i]); }
+  std::vector<int64_t> IL(size_t i) const { return in.toIntList(a[i], ac, i, locs[i]); }
+};
+
+// One function per method family, with one case per Builtins.def method, opened with
+// PARAMS(Class, method) for its parameter names. A DslError they throw reaches callMethod.
+
+/// list and map: append; keys, values, items, get.
+Value containerMethod(MethodId id, const Value &self, llvm::ArrayRef<Value> a) {
+  switch (id) {
+  case MethodId::list_append: {
+    PARAMS(list, append); self.as<ListObj>().items.push_back(a[ARG(x)]); return Value(); }
+  case MethodId::map_keys:
+  case MethodId::map_values:
+  case MethodId::map_items: {
+    std::vector<Value> out;
+    for (auto &kv : self.as<MapObj>().entries)
+      out.push_back(id == MethodId::map_keys     ? kv.first
+                    : id == MethodId::map_values ? kv.second
+                                                 : makeTuple({kv.first, kv.second}));
+    return makeList(std::move(out));
+  }
+  case MethodId::map_get: {
+    PARAMS(map, get);
+    Value *v = self.as<MapObj>().find(a[ARG(key)]);
+    return v ? *v : a[ARG(default)];
+  }
+  default:
+    break;
+  }
+  return Value();
+}
+
+/// Rank: its buffers, local copies and reductions, barrier.
+Value rankMethod(MethodId id, const Handle &h, const MethodArgs &x) {
+  switch (id) {
+  case MethodId::Rank_get_input_buffer: {
+    PARAMS(Rank, get_input_buffer);
+    return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getInputBuffer());
+  }
+  case MethodId::Rank_get_output_buffer: {
+    PARAMS(Rank, get_output_buffer);
+    return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getOutputBuffer());
+  }
+  case MethodId::Rank_copy: {
+    PARAMS(Rank, copy);
+    std::get<ir::Rank>(h).copy(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)), x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::Rank_copy_packets: {
+    PARAMS(Rank, copy_packets);
+    std::get<ir::Rank>(h).copyPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)), x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::Rank_unpack_packets: {
+    PARAMS(Rank, unpack_packets);
+    std::get<ir::Rank>(h).unpackPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)), x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::Rank_reduce: {
+    PARAMS(Rank, reduce);
+    std::get<ir::Rank>(h).reduce(x.C(ARG(src_chunk)), x.CL(ARG(other_chunks)), x.OI(ARG(tb)), x.G(ARG(tb_group)),
+                                 x.OC(ARG(dst_chunk)), x.R(ARG(reduce_op)), x.B(ARG(packet)));
+    return Value();
+  }
+  case MethodId::Rank_barrier: {
+    PARAMS(Rank, barrier); std::get<ir::Rank>(h).barrier(x.IL(ARG(tb_list))); return Value(); }
+  default:
+    break;
+  }
+  return Value();
+}
+
+/// MemoryChannel: signal, wait, get, put (packets), reduce.
+Value memoryChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
+  switch (id) {
+  case MethodId::MemoryChannel_signal: {
+    PARAMS(MemoryChannel, signal);
+    std::get<ir::MemoryChannel>(h).signal(x.I(ARG(tb)), x.S(ARG(data_sync)), x.B(ARG(relaxed)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_wait: {
+    PARAMS(MemoryChannel, wait);
+    std::get<ir::MemoryChannel>(h).wait(x.I(ARG(tb)), x.S(ARG(data_sync)), x.B(ARG(relaxed)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_get: {
+    PARAMS(MemoryChannel, get);
+    std::get<ir::MemoryChannel>(h).get(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)), x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_put: {
+    PARAMS(MemoryChannel, put);
+    std::get<ir::MemoryChannel>(h).put(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)), x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_put_packets: {
+    PARAMS(MemoryChannel, put_packets);
+    std::get<ir::MemoryChannel>(h).putPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)),
+                                              x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_read_put_packets: {
+    PARAMS(MemoryChannel, read_put_packets);
+    std::get<ir::MemoryChannel>(h).readPutPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)),
+                                                  x.G(ARG(tb_group)));
+    return Value();
+  }
+  case MethodId::MemoryChannel_reduce: {
+    PARAMS(MemoryChannel, reduce);
+    std::get<ir::MemoryChannel>(h).reduce(x.C(ARG(local_src_chunk)), x.CL(ARG(remote_src_chunks)), x.OI(ARG(tb)),
+                                          x.G(ARG(tb_group)), x.OC(ARG(local_dst_chunk)), x.R(ARG(reduce_op)));
+    return Value();
+  }
+  default:
+    break;
+  }
+  return Value();
+}
+
+/// PortChannel: signal, wait, flush, the puts.
+Value portChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
+  switch (id) {
+  case MethodId::PortChannel_signal: {
+    PARAMS(PortChannel, signal);
+    std::get<ir::PortChannel>(h).signal(x.I(ARG(tb)), x.S(ARG(data_sync)));
+    return Value();
+  }
+  case MethodId::PortChannel_wait: {
+    PARAMS(PortChannel, wait); std::get<ir::PortChannel>(h).wait(x.I(ARG(tb)), x.S(ARG(data_sync))); return Value(); }
+  case MethodId::PortChannel_flush: {
+    PARAMS(PortChannel, flush); std::get<ir::PortChannel>(h).flush(x.I(ARG(tb)), x.S(ARG(data_sync))); return Value(); }
+  case MethodId::PortChannel_put: {
+    PARAMS(PortChannel, put);
+    std::get<ir::PortChannel>(h).put(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.I(ARG(tb)));
+    return Value();
+  }
+  case MethodId::PortChannel_put_with_signal: {
+    PARAMS(PortChannel, put_with_signal);
+    std::get<ir::PortChannel>(h).putWithSignal(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.I(ARG(tb)));
+    return Value();
+  }
+  case MethodId::PortChannel_put_with_signal_and_flush: {
+    PARAMS(PortChannel, put_with_signal_and_flush);
+    std::get<ir::PortChannel>(h).putWithSignalAndFlush(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.I(ARG(tb)));
+    return Value();
+  }
+  case MethodId::PortChannel_put_packets: {
+    PARAMS(PortChannel, put_packets);
+    std::get<ir::PortChannel>(h).putPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.I(ARG(tb)));
+    return Value();
+  }
+  case MethodId::PortChannel_read_put_packets: {
+    PARAMS(PortChannel, read_put_packets);
+    std::get<ir::PortChannel>(h).readPutPackets(x.C(ARG(dst_chunk)), x.C(ARG(src_chunk)), x.OI(ARG(tb)),
+                                                x.G(ARG(tb_group)));
+    return Value();
+  }
+  default:
+    break;
+  }
+  return Value();
+}
+
+/// SwitchChannel.at_rank and the rank view's reduce and broadcasts.
+Value switchChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
+  switch (id) {
+  case MethodId::SwitchChannel_at_rank: {
+    PARAMS(SwitchChannel, at_rank);
+    return makeDsl(ClassId::SwitchChannelRankView, std::get<ir::SwitchChannel>(h).atRank(x.I(ARG(rank))));
+  }
+  case MethodId::SwitchChannelRankView_reduce: {
+    PARAMS(SwitchChannelRankView, reduce);
+    std::get<ir::SwitchChannelRankView>(h).reduce(x.I(ARG(buffer_offset)), x.I(ARG(size)), x.C(ARG(dst_chunk)),
+                                                  x.I(ARG(tb)), x.R(ARG(reduce_op)));
+    return Value();
+  }
+  case MethodId::SwitchChannelRankView_broadcast: {
+    PARAMS(SwitchChannelRankView, broadcast);
+    std::get<ir::SwitchChannelRankView>(h).broadcast(x.C(ARG(src_chunk)), x.I(ARG(buffer_offset)), x.I(ARG(size)),
+                                                     x.I(ARG(tb)));
+    return Value();
+  }
+  case MethodId::SwitchChannelRankView_broadcast_packets: {
+    PARAMS(SwitchChannelRankView, broadcast_packets);
+    std::get<ir::SwitchChannelRankView>(h).broadcastPackets(x.C(ARG(src_chunk)), x.I(ARG(buffer_offset)),
+                                                            x.I(ARG(size)), x.I(ARG(tb)));
+    return Value();
+  }
+  default:
+    break;
+  }
+  return Value();
+}
+
+/// ThreadBlockGroup.numtb and the Semaphore's acquire and release.
+Value syncMethod(MethodId id, const Handle &h, const MethodArgs &x) {
+  switch (id) {
+  case MethodId::ThreadBlockGroup_numtb: {
+    PARAMS(ThreadBlockGroup, numtb);
+    return Value::integer(std::get<ir::ThreadBlockGroup>(h).numtb());
+  }
+  case MethodId::Semaphore_acquire: {
+    PARAMS(Semaphore, acquire); std::get<ir::Semaphore>(h).acquire(x.I(ARG(tb)), x.S(ARG(data_sync))); return Value(); }
+  case MethodId::Semaphore_release: {
+    PARAMS(Semaphore, release); std::get<ir::Semaphore>(h).release(x.I(ARG(tb)), x.S(ARG(data_sync))); return Value(); }
+  default:
+    break;
+  }
+  return Value();
+}
+
+} // namespace
+
 Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const ArgLocs &locs, SMLoc loc) {
   if (program_ && self.kind() == ValueKind::Object)
     program_->setSource(loc); // the ops this DSL call adds come from here
   const auto &b = builtins();
   const MethodInfo &mi = b.method(id);
   ArgCtx ac{&b.cls(mi.cls).name, &mi.name, &mi.params, loc};
-  auto I = [&](size_t i) { return toInt(a[i], ac, i, locs[i]); };
-  auto OI = [&](size_t i) { return toOptInt(a[i], ac, i, locs[i]); };
-  auto C = [&](size_t i) -> const ir::Chunk & { return toChunk(a[i], ac, i, locs[i]); };
-  auto OC = [&](size_t i) -> std::optional<ir::Chunk> {
-    if (a[i].isNone())
-      return std::nullopt;
-    return toChunk(a[i], ac, i, locs[i]);
-  };
-  auto G = [&](size_t i) { return toTbGroup(a[i], ac, i, locs[i]); };
-  auto S = [&](size_t i) { return static_cast<ir::SyncType>(toEnum(a[i], EnumId::SyncType, ac, i, locs[i])); };
-  auto R = [&](size_t i) {
-    return static_cast<ir::ReduceOperationType>(toEnum(a[i], EnumId::ReduceOperationType, ac, i, locs[i]));
-  };
-  auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
-  static const decltype(DslObj::handle) kNoHandle{LoopContext{0, 0}};
+  const MethodArgs x{*this, a, locs, ac};
+  static const Handle kNoHandle{LoopContext{0, 0}};
   const auto &h = self.kind() == ValueKind::Object ? self.as<DslObj>().handle : kNoHandle;
-  auto CL = [&](size_t i) { return toChunkList(a[i], ac, i, locs[i]); };
-  auto IL = [&](size_t i) { return toIntList(a[i], ac, i, locs[i]); };
-  // One case per Builtins.def method, opened with PARAMS(Class, method) for its parameter names.
+  // Every Builtins.def method is named here (-Werror=switch), handed to its family.
   try {
     switch (id) {
     case MethodId::ChunkRef_put: case MethodId::ChunkRef_put_packet: case MethodId::ChunkRef_get:
@@ -429,148 +658,24 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
     case MethodId::ChunkRef_reduce_packet: case MethodId::ChunkRef_group_load_reduce:
     case MethodId::ChunkRef_group_store: case MethodId::ChunkRef_split: case MethodId::ChunkRef_group:
     case MethodId::RankRef_barrier: return legacyMethod(id, self, a, locs, loc); // InterpLegacy.cpp
-    case MethodId::list_append: {
-      PARAMS(list, append); self.as<ListObj>().items.push_back(a[ARG(x)]); return Value(); }
-    case MethodId::map_keys:
-    case MethodId::map_values:
-    case MethodId::map_items: {
-      std::vector<Value> out;
-      for (auto &kv : self.as<MapObj>().entries)
-        out.push_back(id == MethodId::map_keys ? kv.first : id == MethodId::map_values ? kv.second : makeTuple({kv.first, kv.second}));
-      return makeList(std::move(out));
-    }
-    case MethodId::map_get: {
-      PARAMS(map, get);
-      Value *v = self.as<MapObj>().find(a[ARG(key)]);
-      return v ? *v : a[ARG(default)];
-    }
-    case MethodId::Rank_get_input_buffer: {
-      PARAMS(Rank, get_input_buffer);
-      return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getInputBuffer());
-    }
-    case MethodId::Rank_get_output_buffer: {
-      PARAMS(Rank, get_output_buffer);
-      return makeDsl(ClassId::Buffer, std::get<ir::Rank>(h).getOutputBuffer());
-    }
-    case MethodId::Rank_copy: {
-      PARAMS(Rank, copy);
-      std::get<ir::Rank>(h).copy(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::Rank_copy_packets: {
-      PARAMS(Rank, copy_packets);
-      std::get<ir::Rank>(h).copyPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::Rank_unpack_packets: {
-      PARAMS(Rank, unpack_packets);
-      std::get<ir::Rank>(h).unpackPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::Rank_reduce: {
-      PARAMS(Rank, reduce);
-      std::get<ir::Rank>(h).reduce(C(ARG(src_chunk)), CL(ARG(other_chunks)), OI(ARG(tb)), G(ARG(tb_group)),
-                                   OC(ARG(dst_chunk)), R(ARG(reduce_op)), B(ARG(packet)));
-      return Value();
-    }
-    case MethodId::Rank_barrier: {
-      PARAMS(Rank, barrier); std::get<ir::Rank>(h).barrier(IL(ARG(tb_list))); return Value(); }
-    case MethodId::MemoryChannel_signal: {
-      PARAMS(MemoryChannel, signal);
-      std::get<ir::MemoryChannel>(h).signal(I(ARG(tb)), S(ARG(data_sync)), B(ARG(relaxed)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_wait: {
-      PARAMS(MemoryChannel, wait);
-      std::get<ir::MemoryChannel>(h).wait(I(ARG(tb)), S(ARG(data_sync)), B(ARG(relaxed)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_get: {
-      PARAMS(MemoryChannel, get);
-      std::get<ir::MemoryChannel>(h).get(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_put: {
-      PARAMS(MemoryChannel, put);
-      std::get<ir::MemoryChannel>(h).put(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_put_packets: {
-      PARAMS(MemoryChannel, put_packets);
-      std::get<ir::MemoryChannel>(h).putPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_read_put_packets: {
-      PARAMS(MemoryChannel, read_put_packets);
-      std::get<ir::MemoryChannel>(h).readPutPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::MemoryChannel_reduce: {
-      PARAMS(MemoryChannel, reduce);
-      std::get<ir::MemoryChannel>(h).reduce(C(ARG(local_src_chunk)), CL(ARG(remote_src_chunks)), OI(ARG(tb)),
-                                            G(ARG(tb_group)), OC(ARG(local_dst_chunk)), R(ARG(reduce_op)));
-      return Value();
-    }
-    case MethodId::PortChannel_signal: {
-      PARAMS(PortChannel, signal); std::get<ir::PortChannel>(h).signal(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
-    case MethodId::PortChannel_wait: {
-      PARAMS(PortChannel, wait); std::get<ir::PortChannel>(h).wait(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
-    case MethodId::PortChannel_flush: {
-      PARAMS(PortChannel, flush); std::get<ir::PortChannel>(h).flush(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
-    case MethodId::PortChannel_put: {
-      PARAMS(PortChannel, put);
-      std::get<ir::PortChannel>(h).put(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::PortChannel_put_with_signal: {
-      PARAMS(PortChannel, put_with_signal);
-      std::get<ir::PortChannel>(h).putWithSignal(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::PortChannel_put_with_signal_and_flush: {
-      PARAMS(PortChannel, put_with_signal_and_flush);
-      std::get<ir::PortChannel>(h).putWithSignalAndFlush(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::PortChannel_put_packets: {
-      PARAMS(PortChannel, put_packets);
-      std::get<ir::PortChannel>(h).putPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::PortChannel_read_put_packets: {
-      PARAMS(PortChannel, read_put_packets);
-      std::get<ir::PortChannel>(h).readPutPackets(C(ARG(dst_chunk)), C(ARG(src_chunk)), OI(ARG(tb)), G(ARG(tb_group)));
-      return Value();
-    }
-    case MethodId::SwitchChannel_at_rank: {
-      PARAMS(SwitchChannel, at_rank);
-      return makeDsl(ClassId::SwitchChannelRankView, std::get<ir::SwitchChannel>(h).atRank(I(ARG(rank))));
-    }
-    case MethodId::SwitchChannelRankView_reduce: {
-      PARAMS(SwitchChannelRankView, reduce);
-      std::get<ir::SwitchChannelRankView>(h).reduce(I(ARG(buffer_offset)), I(ARG(size)), C(ARG(dst_chunk)), I(ARG(tb)),
-                                                    R(ARG(reduce_op)));
-      return Value();
-    }
-    case MethodId::SwitchChannelRankView_broadcast: {
-      PARAMS(SwitchChannelRankView, broadcast);
-      std::get<ir::SwitchChannelRankView>(h).broadcast(C(ARG(src_chunk)), I(ARG(buffer_offset)), I(ARG(size)), I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::SwitchChannelRankView_broadcast_packets: {
-      PARAMS(SwitchChannelRankView, broadcast_packets);
-      std::get<ir::SwitchChannelRankView>(h).broadcastPackets(C(ARG(src_chunk)), I(ARG(buffer_offset)), I(ARG(size)),
-                                                              I(ARG(tb)));
-      return Value();
-    }
-    case MethodId::ThreadBlockGroup_numtb: {
-      PARAMS(ThreadBlockGroup, numtb);
-      return Value::integer(std::get<ir::ThreadBlockGroup>(h).numtb());
-    }
-    case MethodId::Semaphore_acquire: {
-      PARAMS(Semaphore, acquire); std::get<ir::Semaphore>(h).acquire(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
-    case MethodId::Semaphore_release: {
-      PARAMS(Semaphore, release); std::get<ir::Semaphore>(h).release(I(ARG(tb)), S(ARG(data_sync))); return Value(); }
+    case MethodId::list_append: case MethodId::map_keys: case MethodId::map_values: case MethodId::map_items:
+    case MethodId::map_get: return containerMethod(id, self, a);
+    case MethodId::Rank_get_input_buffer: case MethodId::Rank_get_output_buffer: case MethodId::Rank_copy:
+    case MethodId::Rank_copy_packets: case MethodId::Rank_unpack_packets: case MethodId::Rank_reduce:
+    case MethodId::Rank_barrier: return rankMethod(id, h, x);
+    case MethodId::MemoryChannel_signal: case MethodId::MemoryChannel_wait: case MethodId::MemoryChannel_get:
+    case MethodId::MemoryChannel_put: case MethodId::MemoryChannel_put_packets:
+    case MethodId::MemoryChannel_read_put_packets: case MethodId::MemoryChannel_reduce:
+      return memoryChannelMethod(id, h, x);
+    case MethodId::PortChannel_signal: case MethodId::PortChannel_wait: case MethodId::PortChannel_flush:
+    case MethodId::PortChannel_put: case MethodId::PortChannel_put_with_signal:
+    case MethodId::PortChannel_put_with_signal_and_flush: case MethodId::PortChannel_put_packets:
+    case MethodId::PortChannel_read_put_packets: return portChannelMethod(id, h, x);
+    case MethodId::SwitchChannel_at_rank: case MethodId::SwitchChannelRankView_reduce:
+    case MethodId::SwitchChannelRankView_broadcast: case MethodId::SwitchChannelRankView_broadcast_packets:
+      return switchChannelMethod(id, h, x);
+    case MethodId::ThreadBlockGroup_numtb: case MethodId::Semaphore_acquire:
+    case MethodId::Semaphore_release: return syncMethod(id, h, x);
     }
   } catch (const ir::DslError &e) {
     failDsl(loc, e);
