@@ -301,49 +301,8 @@ private:
     case K::Bool:
     case K::None:
       return std::nullopt;
-    case K::Name: {
-      auto *n = static_cast<const ast::NameExpr *>(e);
-      const std::string &name = names_.str(n->name);
-      switch (n->ref) {
-      case ast::RefKind::Unresolved:
-        return std::nullopt;
-      case ast::RefKind::Local: {
-        Occurrence &o = add(n->loc, name, SymKind::Local, false);
-        if (n->index < frame_.size()) {
-          o.defBuffer = frame_[n->index].buffer;
-          o.defOffset = frame_[n->index].offset;
-          o.cls = frame_[n->index].cls;
-          o.init = frame_[n->index].init;
-        }
-        return o.cls;
-      }
-      case ast::RefKind::Param: {
-        Occurrence &o = add(n->loc, name, SymKind::Param, false);
-        if (n->index < a_.unit.params.size()) {
-          const ast::ParamDecl *p = a_.unit.params[n->index];
-          setDef(o, p->loc);
-          o.init = p->value;
-        }
-        return std::nullopt;
-      }
-      case ast::RefKind::Fn: {
-        Occurrence &o = add(n->loc, name, SymKind::Fn, false);
-        if (n->index < a_.unit.fns.size())
-          setDef(o, a_.unit.fns[n->index]->loc);
-        return std::nullopt;
-      }
-      case ast::RefKind::Builtin:
-        add(n->loc, name, SymKind::BuiltinFn, false).id = static_cast<int>(n->index);
-        return std::nullopt;
-      case ast::RefKind::Class:
-        add(n->loc, name, SymKind::Class, false).id = static_cast<int>(n->index);
-        return std::nullopt;
-      case ast::RefKind::Enum:
-        add(n->loc, name, SymKind::Enum, false).id = static_cast<int>(n->index);
-        return std::nullopt;
-      }
-      return std::nullopt;
-    }
+    case K::Name:
+      return nameExpr(static_cast<const ast::NameExpr *>(e));
     case K::Unary:
       expr(static_cast<const ast::UnaryExpr *>(e)->operand);
       return std::nullopt;
@@ -373,49 +332,10 @@ private:
       auto b = expr(t->otherwise);
       return a == b ? a : std::nullopt;
     }
-    case K::Call: {
-      auto *c = static_cast<const ast::CallExpr *>(e);
-      expr(c->callee);
-      std::vector<std::pair<unsigned, size_t>> defs;
-      std::vector<std::string> pnames;
-      std::string callee = names_.str(c->callee->name);
-      std::optional<ClassId> result;
-      if (c->callee->ref == ast::RefKind::Class) {
-        result = static_cast<ClassId>(c->callee->index);
-        for (auto &p : builtins().cls(*result).ctorParams)
-          pnames.push_back(p.name);
-      } else if (c->callee->ref == ast::RefKind::Fn && c->callee->index < a_.unit.fns.size()) {
-        callee = "fn " + callee;
-        for (auto &p : a_.unit.fns[c->callee->index]->params) {
-          pnames.push_back(names_.str(p.name));
-          unsigned buf = a_.sm.FindBufferContainingLoc(p.loc);
-          defs.push_back({buf, buf ? static_cast<size_t>(p.loc.getPointer() - a_.sm.getMemoryBuffer(buf)->getBufferStart()) : 0});
-        }
-      }
-      args(c->args, callee, defs, pnames);
-      return result;
-    }
-    case K::MethodCall: {
-      auto *m = static_cast<const ast::MethodCallExpr *>(e);
-      std::optional<ClassId> recv = expr(m->object);
-      std::string name = names_.str(m->method);
-      auto ms = methodsNamed(name, recv);
-      if (ms.empty() && recv)
-        ms = methodsNamed(name, std::nullopt);
-      Occurrence &o = add(m->loc, name, SymKind::Method, false);
-      o.cls = recv;
-      if (ms.size() == 1)
-        o.id = static_cast<int>(ms[0]);
-      std::string callee = name;
-      if (ms.size() == 1)
-        callee = builtins().cls(builtins().method(ms[0]).cls).name + "." + name;
-      std::vector<std::string> pnames;
-      if (!ms.empty())
-        for (auto &p : builtins().method(ms[0]).params)
-          pnames.push_back(p.name);
-      args(m->args, callee, {}, pnames);
-      return returnClass(ms);
-    }
+    case K::Call:
+      return callExpr(static_cast<const ast::CallExpr *>(e));
+    case K::MethodCall:
+      return methodCallExpr(static_cast<const ast::MethodCallExpr *>(e));
     case K::Index: {
       auto *i = static_cast<const ast::IndexExpr *>(e);
       expr(i->object);
@@ -423,40 +343,10 @@ private:
         expr(x);
       return std::nullopt;
     }
-    case K::Slice: {
-      auto *s = static_cast<const ast::SliceExpr *>(e);
-      size_t before = a_.occurrences.size();
-      auto cls = expr(s->object);
-      // The occurrence naming the sliced buffer (`input[...]`, `...get_input_buffer()[...]`).
-      for (size_t k = before; k < a_.occurrences.size(); ++k) {
-        Occurrence &o = a_.occurrences[k];
-        if (o.buffer && a_.sm.getMemoryBuffer(o.buffer)->getBufferStart() + o.offset == s->object->loc.getPointer() &&
-            (o.kind == SymKind::Local || o.kind == SymKind::Method)) {
-          o.slice = s;
-          break;
-        }
-      }
-      expr(s->lo);
-      expr(s->hi);
-      expr(s->step);
-      if (cls && builtins().cls(*cls).name == "Buffer")
-        return classByName("Chunk");
-      return std::nullopt;
-    }
-    case K::Attr: {
-      auto *at = static_cast<const ast::AttrExpr *>(e);
-      auto recv = expr(at->object);
-      std::string name = names_.str(at->name);
-      if (at->enumId >= 0) {
-        Occurrence &o = add(at->loc, name, SymKind::EnumMember, false);
-        o.id = at->enumId;
-        o.member = at->member;
-      } else {
-        Occurrence &o = add(at->loc, name, SymKind::Attr, false);
-        o.cls = recv;
-      }
-      return std::nullopt;
-    }
+    case K::Slice:
+      return sliceExpr(static_cast<const ast::SliceExpr *>(e));
+    case K::Attr:
+      return attrExpr(static_cast<const ast::AttrExpr *>(e));
     case K::List:
     case K::Tuple:
       for (auto *x : static_cast<const ast::SeqExpr *>(e)->elems)
@@ -468,6 +358,132 @@ private:
         expr(v);
       }
       return classByName("map");
+    }
+    return std::nullopt;
+  }
+
+  /// A name, by what the checks phase resolved it to: a local carries its binding's class.
+  std::optional<ClassId> nameExpr(const ast::NameExpr *n) {
+    const std::string &name = names_.str(n->name);
+    switch (n->ref) {
+    case ast::RefKind::Unresolved:
+      return std::nullopt;
+    case ast::RefKind::Local: {
+      Occurrence &o = add(n->loc, name, SymKind::Local, false);
+      if (n->index < frame_.size()) {
+        o.defBuffer = frame_[n->index].buffer;
+        o.defOffset = frame_[n->index].offset;
+        o.cls = frame_[n->index].cls;
+        o.init = frame_[n->index].init;
+      }
+      return o.cls;
+    }
+    case ast::RefKind::Param: {
+      Occurrence &o = add(n->loc, name, SymKind::Param, false);
+      if (n->index < a_.unit.params.size()) {
+        const ast::ParamDecl *p = a_.unit.params[n->index];
+        setDef(o, p->loc);
+        o.init = p->value;
+      }
+      return std::nullopt;
+    }
+    case ast::RefKind::Fn: {
+      Occurrence &o = add(n->loc, name, SymKind::Fn, false);
+      if (n->index < a_.unit.fns.size())
+        setDef(o, a_.unit.fns[n->index]->loc);
+      return std::nullopt;
+    }
+    case ast::RefKind::Builtin:
+      add(n->loc, name, SymKind::BuiltinFn, false).id = static_cast<int>(n->index);
+      return std::nullopt;
+    case ast::RefKind::Class:
+      add(n->loc, name, SymKind::Class, false).id = static_cast<int>(n->index);
+      return std::nullopt;
+    case ast::RefKind::Enum:
+      add(n->loc, name, SymKind::Enum, false).id = static_cast<int>(n->index);
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  /// A call of a constructor (its class is the result) or a fn, with its keyword arguments.
+  std::optional<ClassId> callExpr(const ast::CallExpr *c) {
+    expr(c->callee);
+    std::vector<std::pair<unsigned, size_t>> defs;
+    std::vector<std::string> pnames;
+    std::string callee = names_.str(c->callee->name);
+    std::optional<ClassId> result;
+    if (c->callee->ref == ast::RefKind::Class) {
+      result = static_cast<ClassId>(c->callee->index);
+      for (auto &p : builtins().cls(*result).ctorParams)
+        pnames.push_back(p.name);
+    } else if (c->callee->ref == ast::RefKind::Fn && c->callee->index < a_.unit.fns.size()) {
+      callee = "fn " + callee;
+      for (auto &p : a_.unit.fns[c->callee->index]->params) {
+        pnames.push_back(names_.str(p.name));
+        unsigned buf = a_.sm.FindBufferContainingLoc(p.loc);
+        defs.push_back({buf, buf ? static_cast<size_t>(p.loc.getPointer() - a_.sm.getMemoryBuffer(buf)->getBufferStart()) : 0});
+      }
+    }
+    args(c->args, callee, defs, pnames);
+    return result;
+  }
+
+  /// A method call: the method found by name on the receiver's class (on any class when none
+  /// matches), its keyword arguments; the result is the method's return class.
+  std::optional<ClassId> methodCallExpr(const ast::MethodCallExpr *m) {
+    std::optional<ClassId> recv = expr(m->object);
+    std::string name = names_.str(m->method);
+    auto ms = methodsNamed(name, recv);
+    if (ms.empty() && recv)
+      ms = methodsNamed(name, std::nullopt);
+    Occurrence &o = add(m->loc, name, SymKind::Method, false);
+    o.cls = recv;
+    if (ms.size() == 1)
+      o.id = static_cast<int>(ms[0]);
+    std::string callee = name;
+    if (ms.size() == 1)
+      callee = builtins().cls(builtins().method(ms[0]).cls).name + "." + name;
+    std::vector<std::string> pnames;
+    if (!ms.empty())
+      for (auto &p : builtins().method(ms[0]).params)
+        pnames.push_back(p.name);
+    args(m->args, callee, {}, pnames);
+    return returnClass(ms);
+  }
+
+  /// A slice: marks the occurrence naming the sliced buffer; a Buffer's slice is a Chunk.
+  std::optional<ClassId> sliceExpr(const ast::SliceExpr *s) {
+    size_t before = a_.occurrences.size();
+    auto cls = expr(s->object);
+    // The occurrence naming the sliced buffer (`input[...]`, `...get_input_buffer()[...]`).
+    for (size_t k = before; k < a_.occurrences.size(); ++k) {
+      Occurrence &o = a_.occurrences[k];
+      if (o.buffer && a_.sm.getMemoryBuffer(o.buffer)->getBufferStart() + o.offset == s->object->loc.getPointer() &&
+          (o.kind == SymKind::Local || o.kind == SymKind::Method)) {
+        o.slice = s;
+        break;
+      }
+    }
+    expr(s->lo);
+    expr(s->hi);
+    expr(s->step);
+    if (cls && builtins().cls(*cls).name == "Buffer")
+      return classByName("Chunk");
+    return std::nullopt;
+  }
+
+  /// An attribute: an enum member or an attribute of the receiver's class.
+  std::optional<ClassId> attrExpr(const ast::AttrExpr *at) {
+    auto recv = expr(at->object);
+    std::string name = names_.str(at->name);
+    if (at->enumId >= 0) {
+      Occurrence &o = add(at->loc, name, SymKind::EnumMember, false);
+      o.id = at->enumId;
+      o.member = at->member;
+    } else {
+      Occurrence &o = add(at->loc, name, SymKind::Attr, false);
+      o.cls = recv;
     }
     return std::nullopt;
   }
