@@ -340,6 +340,135 @@ std::string hoverText(const Analysis &a, const Occurrence &o, const AnalysisOpti
 }
 
 namespace {
+/// A keyword argument: of a builtin callee, its parameter's type and default; of a fn, the
+/// parameter's line.
+std::string keywordArgHover(const Occurrence &o) {
+  const auto &t = builtins();
+  std::string callee = o.callee;
+  if (llvm::StringRef(callee).startswith("fn "))
+    return code(callee + "(... " + o.name + " ...)") + "parameter `" + o.name + "` of " + callee;
+  llvm::StringRef cls, meth;
+  std::tie(cls, meth) = llvm::StringRef(callee).split('.');
+  std::vector<const std::vector<elab::ParamInfo> *> lists;
+  if (meth.empty()) {
+    for (auto &c : t.classes)
+      if (c.name == cls)
+        lists.push_back(&c.ctorParams);
+    for (auto &m : t.methods)
+      if (m.name == cls) // a method of unknown class: every class' method of that name
+        lists.push_back(&m.params);
+  } else {
+    for (auto &m : t.methods)
+      if (m.name == meth && t.cls(m.cls).name == cls)
+        lists.push_back(&m.params);
+  }
+  for (auto *ps : lists)
+    for (auto &p : *ps)
+      if (p.name == o.name)
+        return code(p.name + ": " + typeName(p.type) +
+                    (p.def.kind != elab::DefaultValue::Required ? " = " + defaultText(p.def) : std::string())) +
+               "keyword argument of `" + callee + "`: " + elab::describe(p.type) +
+               (p.def.kind == elab::DefaultValue::Required ? " (required)" : "");
+  return "";
+}
+
+/// A param: its declaration's initialiser, type, value (with -D) and doc comment.
+std::string paramHover(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts) {
+  const ast::ParamDecl *decl = nullptr;
+  for (auto *p : a.unit.params)
+    if (a.ctx.names.str(p->name) == o.name)
+      decl = p;
+  if (!decl)
+    for (auto *m : a.unit.modules)
+      for (auto &p : m->params)
+        if (a.ctx.names.str(p.name) == o.name)
+          decl = &p;
+  if (!decl)
+    return code("param " + o.name);
+  std::string s = code("param " + o.name + " = " + exprText(a, decl->value));
+  std::string type = literalType(decl->value);
+  auto v = paramValue(a, decl, opts, 0);
+  for (auto &d : opts.defines)
+    if (d.first == o.name)
+      s += "overridden by the workspace settings: `-D " + d.first + "=" + d.second + "`\n\n";
+  if (v) {
+    s += "value: `" + std::to_string(*v) + "`";
+    type = "int";
+  }
+  if (!type.empty())
+    s += std::string(v ? ", " : "") + "type: `" + type + "`";
+  unsigned b = a.sm.FindBufferContainingLoc(decl->loc);
+  if (b) {
+    llvm::StringRef buf = a.sm.getMemoryBuffer(b)->getBuffer();
+    std::string doc = docAbove(buf, static_cast<size_t>(decl->loc.getPointer() - buf.data()));
+    if (!doc.empty())
+      s += "\n\n" + doc;
+  }
+  return s;
+}
+
+/// A fn: its signature, doc comment and, when imported, the file it comes from.
+std::string fnHover(const Analysis &a, const Occurrence &o) {
+  for (auto *f : a.unit.fns.empty() ? std::vector<ast::FnDecl *>{} : a.unit.fns)
+    if (a.ctx.names.str(f->name) == o.name) {
+      std::string sig = "fn " + o.name + "(";
+      for (size_t i = 0; i < f->params.size(); ++i) {
+        sig += (i ? ", " : "") + a.ctx.names.str(f->params[i].name);
+        if (f->params[i].defaultValue)
+          sig += " = " + exprText(a, f->params[i].defaultValue);
+      }
+      sig += ")";
+      unsigned b = a.sm.FindBufferContainingLoc(f->loc);
+      std::string doc;
+      std::string where;
+      if (b) {
+        llvm::StringRef buf = a.sm.getMemoryBuffer(b)->getBuffer();
+        doc = docAbove(buf, static_cast<size_t>(f->loc.getPointer() - buf.data()));
+        if (b != a.mainBuffer)
+          where = "\n\nfrom `" + llvm::sys::path::filename(a.bufferPath(b)).str() + "`";
+      }
+      return code(sig) + doc + where;
+    }
+  return code("fn " + o.name);
+}
+
+/// A local: its binding and type; a Buffer's description, a Chunk's index, size and buffer.
+std::string localHover(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts) {
+  const auto &t = builtins();
+  const Occurrence *d = o.isDefinition ? &o : definitionOf(a, o);
+  std::string s = code("let " + o.name + (d && d->init ? " = " + exprText(a, d->init) : std::string()));
+  std::optional<ClassId> cls = d ? d->cls : o.cls;
+  if (cls) {
+    s += "type: `" + t.cls(*cls).name + "`";
+    if (t.cls(*cls).name == "Buffer") {
+      std::string bd = bufferDesc(a, d ? d->init : nullptr, opts);
+      if (!bd.empty())
+        s += " — " + bd;
+    } else if (t.cls(*cls).name == "Chunk" && d && d->init && d->init->kind == ast::ExprKind::Slice) {
+      auto *sl = static_cast<const ast::SliceExpr *>(d->init);
+      auto lo = sl->lo ? constInt(a, sl->lo, opts) : std::optional<int64_t>(0);
+      auto hi = constInt(a, sl->hi, opts);
+      if (lo)
+        s += "; index " + std::to_string(*lo);
+      if (lo && hi)
+        s += ", size " + std::to_string(*hi - *lo);
+      if (sl->object->kind == ast::ExprKind::Name) {
+        for (const Occurrence &bo : a.occurrences)
+          if (bo.buffer == a.sm.FindBufferContainingLoc(sl->object->loc) &&
+              bo.offset == static_cast<size_t>(sl->object->loc.getPointer() -
+                                               a.sm.getMemoryBuffer(bo.buffer)->getBufferStart())) {
+            const Occurrence *bd = definitionOf(a, bo);
+            std::string desc = bd ? bufferDesc(a, bd->init, opts) : "";
+            if (!desc.empty())
+              s += "; of " + desc;
+            break;
+          }
+      }
+    }
+  }
+  return s;
+}
+
 std::string hoverBody(const Analysis &a, const Occurrence &o, const AnalysisOptions &opts) {
   const auto &t = builtins();
   switch (o.kind) {
@@ -387,128 +516,16 @@ std::string hoverBody(const Analysis &a, const Occurrence &o, const AnalysisOpti
                          (op.def.kind != elab::DefaultValue::Required ? " = " + defaultText(op.def) : std::string()));
     return s + op.summary;
   }
-  case SymKind::KeywordArg: {
-    // A builtin callee: its parameter's type and default; a fn: the parameter's line.
-    std::string callee = o.callee;
-    if (llvm::StringRef(callee).startswith("fn "))
-      return code(callee + "(... " + o.name + " ...)") + "parameter `" + o.name + "` of " + callee;
-    llvm::StringRef cls, meth;
-    std::tie(cls, meth) = llvm::StringRef(callee).split('.');
-    std::vector<const std::vector<elab::ParamInfo> *> lists;
-    if (meth.empty()) {
-      for (auto &c : t.classes)
-        if (c.name == cls)
-          lists.push_back(&c.ctorParams);
-      for (auto &m : t.methods)
-        if (m.name == cls) // a method of unknown class: every class' method of that name
-          lists.push_back(&m.params);
-    } else {
-      for (auto &m : t.methods)
-        if (m.name == meth && t.cls(m.cls).name == cls)
-          lists.push_back(&m.params);
-    }
-    for (auto *ps : lists)
-      for (auto &p : *ps)
-        if (p.name == o.name)
-          return code(p.name + ": " + typeName(p.type) +
-                      (p.def.kind != elab::DefaultValue::Required ? " = " + defaultText(p.def) : std::string())) +
-                 "keyword argument of `" + callee + "`: " + elab::describe(p.type) +
-                 (p.def.kind == elab::DefaultValue::Required ? " (required)" : "");
-    return "";
-  }
-  case SymKind::Param: {
-    // The declaration: its initialiser, type and value (with -D).
-    const ast::ParamDecl *decl = nullptr;
-    for (auto *p : a.unit.params)
-      if (a.ctx.names.str(p->name) == o.name)
-        decl = p;
-    if (!decl)
-      for (auto *m : a.unit.modules)
-        for (auto &p : m->params)
-          if (a.ctx.names.str(p.name) == o.name)
-            decl = &p;
-    if (!decl)
-      return code("param " + o.name);
-    std::string s = code("param " + o.name + " = " + exprText(a, decl->value));
-    std::string type = literalType(decl->value);
-    auto v = paramValue(a, decl, opts, 0);
-    for (auto &d : opts.defines)
-      if (d.first == o.name)
-        s += "overridden by the workspace settings: `-D " + d.first + "=" + d.second + "`\n\n";
-    if (v) {
-      s += "value: `" + std::to_string(*v) + "`";
-      type = "int";
-    }
-    if (!type.empty())
-      s += std::string(v ? ", " : "") + "type: `" + type + "`";
-    unsigned b = a.sm.FindBufferContainingLoc(decl->loc);
-    if (b) {
-      llvm::StringRef buf = a.sm.getMemoryBuffer(b)->getBuffer();
-      std::string doc = docAbove(buf, static_cast<size_t>(decl->loc.getPointer() - buf.data()));
-      if (!doc.empty())
-        s += "\n\n" + doc;
-    }
-    return s;
-  }
-  case SymKind::Fn: {
-    for (auto *f : a.unit.fns.empty() ? std::vector<ast::FnDecl *>{} : a.unit.fns)
-      if (a.ctx.names.str(f->name) == o.name) {
-        std::string sig = "fn " + o.name + "(";
-        for (size_t i = 0; i < f->params.size(); ++i) {
-          sig += (i ? ", " : "") + a.ctx.names.str(f->params[i].name);
-          if (f->params[i].defaultValue)
-            sig += " = " + exprText(a, f->params[i].defaultValue);
-        }
-        sig += ")";
-        unsigned b = a.sm.FindBufferContainingLoc(f->loc);
-        std::string doc;
-        std::string where;
-        if (b) {
-          llvm::StringRef buf = a.sm.getMemoryBuffer(b)->getBuffer();
-          doc = docAbove(buf, static_cast<size_t>(f->loc.getPointer() - buf.data()));
-          if (b != a.mainBuffer)
-            where = "\n\nfrom `" + llvm::sys::path::filename(a.bufferPath(b)).str() + "`";
-        }
-        return code(sig) + doc + where;
-      }
-    return code("fn " + o.name);
-  }
+  case SymKind::KeywordArg:
+    return keywordArgHover(o);
+  case SymKind::Param:
+    return paramHover(a, o, opts);
+  case SymKind::Fn:
+    return fnHover(a, o);
   case SymKind::Program:
     return code("program " + o.name);
-  case SymKind::Local: {
-    const Occurrence *d = o.isDefinition ? &o : definitionOf(a, o);
-    std::string s = code("let " + o.name + (d && d->init ? " = " + exprText(a, d->init) : std::string()));
-    std::optional<ClassId> cls = d ? d->cls : o.cls;
-    if (cls) {
-      s += "type: `" + t.cls(*cls).name + "`";
-      if (t.cls(*cls).name == "Buffer") {
-        std::string bd = bufferDesc(a, d ? d->init : nullptr, opts);
-        if (!bd.empty())
-          s += " — " + bd;
-      } else if (t.cls(*cls).name == "Chunk" && d && d->init && d->init->kind == ast::ExprKind::Slice) {
-        auto *sl = static_cast<const ast::SliceExpr *>(d->init);
-        auto lo = sl->lo ? constInt(a, sl->lo, opts) : std::optional<int64_t>(0);
-        auto hi = constInt(a, sl->hi, opts);
-        if (lo)
-          s += "; index " + std::to_string(*lo);
-        if (lo && hi)
-          s += ", size " + std::to_string(*hi - *lo);
-        if (sl->object->kind == ast::ExprKind::Name) {
-          for (const Occurrence &bo : a.occurrences)
-            if (bo.buffer == a.sm.FindBufferContainingLoc(sl->object->loc) &&
-                bo.offset == static_cast<size_t>(sl->object->loc.getPointer() -
-                                                 a.sm.getMemoryBuffer(bo.buffer)->getBufferStart())) {
-              const Occurrence *bd = definitionOf(a, bo);
-              std::string desc = bd ? bufferDesc(a, bd->init, opts) : "";
-              if (!desc.empty())
-                s += "; of " + desc;
-              break;
-            }
-        }
-      }
-    }
-    return s;
-  }
+  case SymKind::Local:
+    return localHover(a, o, opts);
   }
   return "";
 }
