@@ -3,13 +3,17 @@
 // Consumes a topology (runtime/SimExecutor.h: a fabric graph, or a node whose GPUs share one
 // switch) and a collective; produces a commented .msccl program that mscclc compiles to a proven
 // plan. The bandwidth algorithm is a packing of spanning trees (ForestColl, Blink): every rank's
-// block is cut into `trees` parts, part q of rank r's block travels down spanning tree (r, q)
-// (AllGather), up the same tree reversed (ReduceScatter), or up and then down (AllReduce). The
-// trees are chosen so that no link carries much more than its share: a multiplicative-weights
-// search whose oracle is the minimum-cost arborescence (Chu-Liu/Edmonds) over GPU-to-GPU edges
-// priced by the routes' links (a tree pays for every link each of its edges crosses, so copies
-// of one part that cross a slow link twice cost twice). The program carries its trees as
-// tables a person can read and edit; it is proven by the verifier like any other.
+// block is cut into K parts, part q of rank r's block travels down spanning tree (r, q)
+// (AllGather), up the same tree reversed (ReduceScatter), or up and then down (AllReduce). By
+// default the trees are paths (chains: a threadblock puts to one child, so a slow link's put never
+// waits behind a fast one's); `Shape::Trees` allows any tree. They are chosen so that no link
+// carries much more than its share: a multiplicative-weights search whose oracle is the cheapest
+// path (exact up to 8 ranks, local search beyond) or arborescence (Chu-Liu/Edmonds) over
+// GPU-to-GPU edges priced by the routes' links (a tree pays for every link each of its edges
+// crosses, so copies of one part that cross a slow link twice cost twice), with restarts, a
+// balancing pass and exchanges; on a torus, rank 0's trees are searched against the load of all
+// their translates. The program carries its trees as tables a person can read and edit; it is
+// proven by the verifier like any other.
 //
 // Guarantees: the packing's predicted congestion (max over links of bytes / bandwidth) is
 // reported beside the min-cut lower bound (runtime::sim::lowerBound); every program written
@@ -82,8 +86,10 @@ std::vector<int> minCostPath(uint32_t n, uint32_t root, const std::vector<double
 enum class Shape { Paths, Trees };
 
 /// Pack `perRoot` spanning trees per rank on `g` by multiplicative weights: trees are built one
-/// at a time against the links' loads so far, then rebuilt in sweeps; the least congested packing
-/// seen is kept.
+/// at a time against the links' loads so far, rebuilt in sweeps with a rising price exponent,
+/// balanced (sum of squared utilisations) and refined (single and pair rebuilds), over 12
+/// restarts with perturbed prices (a fixed seed: deterministic); with g.translations the
+/// symmetric search runs too and the better packing is kept.
 TreePacking packTrees(const LinkGraph &g, uint32_t perRoot, Shape shape = Shape::Paths);
 
 /// The best packing for perRoot in 1..maxPerRoot (least congestion, fewer trees on ties within 1%).
