@@ -264,7 +264,7 @@ double bestStdlibAt1GiB(const std::string &topology, const std::string &collecti
 } // namespace
 
 TEST_CASE("synthesized AllGather and AllReduce: within 10% of the bound at 1 GiB, faster than the stdlib",
-          "[synth]") {
+          "[synth][slow]") {
   struct Case {
     const char *topology, *collective, *unit;
   } cases[] = {{"pcie-tree", "allgather", "256K"}, {"pcie-tree", "allreduce", "256K"},
