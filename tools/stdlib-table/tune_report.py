@@ -55,13 +55,12 @@ ANCHOR = "## Plan quality"
 
 MACHINES = ["hgx-h100", "hgx-h200", "2x-hgx-h100", "4x-hgx-h100", "gb200-nvl72", "pcie-l40s",
             "pcie-tree", "torus-4x4"]
-QUICK = ["gb200-nvl72", "torus-4x4"]
+QUICK = ["gb200-nvl72"]
 NO_SYNTH = ["gb200-nvl72"]
 # Why a machine is tuned with --quick (measured on the 2-core development machine, 2026-11).
 QUICK_WHY = {
     "gb200-nvl72": "72-rank plans: the quick AllReduce alone took over 6 minutes, the full grid has about "
                    "five times its candidates (AllReduce: 35 here, 166 in the full grid on hgx-h100)",
-    "torus-4x4": "the full grid's AllReduce alone ran over 8 minutes",
 }
 COLLECTIVES = ["allreduce", "allgather", "reducescatter", "alltoall"]
 TITLE = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
