@@ -16,6 +16,8 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <tuple>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -141,19 +143,31 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
 std::vector<Candidate> synthCandidates(const std::string &collective, const Topology &topo, uint32_t ranks,
                                        const std::string &stdlibDir, bool quick) {
   std::vector<Candidate> out;
-  if (topo.nodes != 1 || (collective != "allgather" && collective != "reducescatter" && collective != "allreduce"))
+  // Only graph-shaped nodes (a fabric): on one switch the packing is the stdlib's ring or
+  // all-pairs again, and its search grows fast with the rank count (minutes at 72 ranks).
+  if (topo.nodes != 1 || topo.fabric.empty() ||
+      (collective != "allgather" && collective != "reducescatter" && collective != "allreduce"))
     return out;
+  // One search per collective and machine: both buffer modes take the same program.
+  static std::mutex mu;
+  static std::map<std::tuple<std::string, std::string, uint32_t, std::string>, std::string> written;
+  const auto key = std::make_tuple(topo.file, collective, ranks, stdlibDir);
   Candidate base;
   base.algorithm = "synth/paths";
   base.hasInplaceParam = true;
   try {
-    synth::SynthOptions so;
-    so.topology = topo.file;
-    so.collective = collective;
-    so.ranks = ranks;
-    so.stdlibDir = stdlibDir;
-    std::ostringstream log;
-    base.source = synth::synthesize(so, log);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = written.find(key);
+    if (it == written.end()) {
+      synth::SynthOptions so;
+      so.topology = topo.file;
+      so.collective = collective;
+      so.ranks = ranks;
+      so.stdlibDir = stdlibDir;
+      std::ostringstream log;
+      it = written.emplace(key, synth::synthesize(so, log)).first;
+    }
+    base.source = it->second;
   } catch (const std::exception &e) {
     base.leftOut = firstLine(e.what());
     out.push_back(base);

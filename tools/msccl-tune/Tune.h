@@ -51,8 +51,9 @@ struct TuneOptions {
   /// --jobs N: candidates replayed on the model at once (threads; default: the machine's cores).
   /// The result does not depend on it. Measuring (--backend) times one candidate at a time.
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
-  /// --no-synth: leave out msccl-synth's programs (on one node they are candidates beside the
-  /// stdlib: a spanning-path packing for the topology, AllGather, ReduceScatter and AllReduce).
+  /// --no-synth: leave out msccl-synth's programs (on a graph-shaped node they are candidates
+  /// beside the stdlib: a spanning-path packing for the topology, AllGather, ReduceScatter and
+  /// AllReduce).
   bool synth = true;
   std::string stdlibDir;               ///< "" = mscclc's default
 };
@@ -90,9 +91,10 @@ struct Envelope {
 std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ranks, uint32_t ranksPerNode,
                                      const std::string &stdlibDir, bool quick);
 
-/// msccl-synth's programs for `collective` on one node of `topo` (none for other collectives or
-/// several nodes), each at the pipeline windows of the grid (`quick`: one). A synthesis that fails
-/// is one candidate left out with the reason.
+/// msccl-synth's programs for `collective` on a graph-shaped node of `topo` (a fabric; none on a
+/// single switch, for other collectives or several nodes), each at the pipeline windows of the
+/// grid (`quick`: one); the search runs once per (topology, collective, ranks) in a process. A
+/// synthesis that fails is one candidate left out with the reason.
 std::vector<Candidate> synthCandidates(const std::string &collective, const runtime::sim::Topology &topo,
                                        uint32_t ranks, const std::string &stdlibDir, bool quick);
 

@@ -33,7 +33,7 @@ void usage(std::ostream &os) {
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
         "  --quick         defaults and instances only (no other grid axis)\n"
         "  --jobs N        candidates replayed on the model at once (default: every core; same result)\n"
-        "  --no-synth      leave out msccl-synth's programs (on one node they join the stdlib's:\n"
+        "  --no-synth      leave out msccl-synth's programs (on a graph-shaped node they join the stdlib's:\n"
         "                  spanning-path packings for the topology, at pipeline windows 64K, 256K, 1M)\n"
         "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
         "                  results checked) instead of the model; the bound stays model output\n"
