@@ -573,7 +573,7 @@ def main():
         "**Every time, busbw and bound here is model output** (the performance model, "
         "[performance-model.md](performance-model.md)), not a measurement; the wall times are measured. "
         "Unlike the crossover tables above, the candidates are every stdlib algorithm over the tuner's "
-        "parameter grid (and on one node msccl-synth's programs), and a candidate must be more than 1%% faster "
+        "parameter grid (and on a graph-shaped node (a fabric) msccl-synth's programs), and a candidate must be more than 1%% faster "
         "than those listed before it to win a size. The busbw columns give the tuned busbw and its share of the "
         "lower bound (bound time / plan time); \"best default\" is the fastest stdlib plan at its defaults "
         "(msccl-tune's `default(GB/s)` column); \"within 15%%\" means the plan's time is at most 1.15 x the "
