@@ -34,12 +34,12 @@ constexpr uint32_t kExhaustiveVertices = 24;
 CutBound fabricCutBound(CollectiveKind kind, uint32_t nranks, const Topology &topo) {
   const Fabric &f = topo.fabric;
   const uint32_t nv = uint32_t(f.vertices.size());
-  std::vector<std::vector<std::pair<uint32_t, double>>> out(nv), in(nv);
+  // Links are full duplex at one bandwidth each way: a vertex's neighbours and that bandwidth
+  // serve both directions.
+  std::vector<std::vector<std::pair<uint32_t, double>>> adj(nv);
   for (const FabricLink &l : f.links) {
-    out[l.a].push_back({l.b, l.GBps * 1e9});
-    out[l.b].push_back({l.a, l.GBps * 1e9});
-    in[l.b].push_back({l.a, l.GBps * 1e9});
-    in[l.a].push_back({l.b, l.GBps * 1e9});
+    adj[l.a].push_back({l.b, l.GBps * 1e9});
+    adj[l.b].push_back({l.a, l.GBps * 1e9});
   }
   const size_t phases = cutTraffic(kind, nranks, 1, true).size();
   std::vector<double> best(phases, 0);
@@ -59,7 +59,7 @@ CutBound fabricCutBound(CollectiveKind kind, uint32_t nranks, const Topology &to
     double c = 0;
     for (uint32_t v = 0; v < nv; ++v)
       if ((set >> v) & 1)
-        for (auto [w, cap] : out[v])
+        for (auto [w, cap] : adj[v])
           if (!((set >> w) & 1))
             c += cap;
     return c;
@@ -70,12 +70,10 @@ CutBound fabricCutBound(CollectiveKind kind, uint32_t nranks, const Topology &to
     for (uint64_t i = 1; i < (uint64_t(1) << nv); ++i) {
       uint32_t v = uint32_t(__builtin_ctzll(i)); // Gray code: vertex v changes side
       const bool joins = !((set >> v) & 1);
-      for (auto [w, c] : out[v]) // links v -> w
-        if (!((set >> w) & 1))
-          cap += joins ? c : -c;
-      for (auto [w, c] : in[v]) // links w -> v from inside
-        if ((set >> w) & 1)
-          cap += joins ? -c : c;
+      // Joining, v adds its links to outside vertices and makes those from inside ones internal;
+      // leaving, the reverse.
+      for (auto [w, c] : adj[v])
+        cap += joins != bool((set >> w) & 1) ? c : -c;
       set ^= uint64_t(1) << v;
       consider(set, cap);
     }
@@ -96,9 +94,7 @@ CutBound fabricCutBound(CollectiveKind kind, uint32_t nranks, const Topology &to
   if (phases > 0) {
     const uint64_t set = bestSet[tight];
     for (uint32_t d = 0; d < 2 * f.links.size(); ++d) {
-      const FabricLink &l = f.links[d / 2];
-      uint32_t from = d % 2 ? l.b : l.a, to = d % 2 ? l.a : l.b;
-      if (((set >> from) & 1) && !((set >> to) & 1))
+      if (((set >> f.linkFrom(d)) & 1) && !((set >> f.linkTo(d)) & 1))
         b.cut += (b.cut.empty() ? "" : ", ") + f.linkName(d);
     }
   }
@@ -120,8 +116,8 @@ LowerBound fabricLowerBound(CollectiveKind kind, uint32_t nranks, const Topology
   LowerBound b;
   // Latency: the longest route some rank's data must take (from the root for Broadcast-like).
   double hopUs = 0;
-  const bool fromRoot = cutTraffic(kind, nranks, 1, false).empty() ||
-                        cutTraffic(kind, nranks, 1, false)[0] == 0; // only the root's side sends
+  const std::vector<double> oneRank = cutTraffic(kind, nranks, 1, false); // a non-root rank alone
+  const bool fromRoot = oneRank.empty() || oneRank[0] == 0;               // only the root's side sends
   for (uint32_t a = 0; a < nranks; ++a)
     for (uint32_t c = 0; c < nranks; ++c)
       if (a != c && (!fromRoot || a == 0))

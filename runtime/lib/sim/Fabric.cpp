@@ -18,9 +18,7 @@
 namespace msccl::runtime::sim {
 
 std::string Fabric::linkName(uint32_t d) const {
-  const FabricLink &l = links[d / 2];
-  uint32_t from = d % 2 ? l.b : l.a, to = d % 2 ? l.a : l.b;
-  return vertices[from] + "->" + vertices[to];
+  return vertices[linkFrom(d)] + "->" + vertices[linkTo(d)];
 }
 
 std::vector<uint32_t> Fabric::translation(uint32_t r) const {
@@ -71,8 +69,6 @@ void computeRoutes(Fabric &f, uint32_t gpus, const std::string &file) {
     out[f.links[i].a].push_back(2 * i);
     out[f.links[i].b].push_back(2 * i + 1);
   }
-  auto head = [&](uint32_t d) { return d % 2 ? f.links[d / 2].a : f.links[d / 2].b; };
-  auto tail = [&](uint32_t d) { return d % 2 ? f.links[d / 2].b : f.links[d / 2].a; };
   f.routes.assign(size_t(gpus) * gpus, {});
   f.routeLatencyUs.assign(size_t(gpus) * gpus, 0);
   using Cost = std::pair<uint32_t, double>; // hops, latency
@@ -92,7 +88,7 @@ void computeRoutes(Fabric &f, uint32_t gpus, const std::string &file) {
       if (v != src && v < gpus && !f.gpusForward)
         continue; // a GPU ends a route here: it does not forward
       for (uint32_t d : out[v]) {
-        uint32_t w = head(d);
+        uint32_t w = f.linkTo(d);
         Cost c{hops + 1, lat + f.links[d / 2].latencyUs};
         if (c < best[w]) {
           best[w] = c;
@@ -108,7 +104,7 @@ void computeRoutes(Fabric &f, uint32_t gpus, const std::string &file) {
         throw TopologyError("topology " + file + ": $.fabric: no route from " + f.vertices[src] + " to " +
                             f.vertices[dst] + (f.gpusForward ? "" : " through switches (GPUs do not forward)"));
       std::vector<uint32_t> path;
-      for (uint32_t v = dst; v != src; v = tail(via[v]))
+      for (uint32_t v = dst; v != src; v = f.linkFrom(via[v]))
         path.insert(path.begin(), via[v]);
       f.routes[size_t(src) * gpus + dst] = std::move(path);
       f.routeLatencyUs[size_t(src) * gpus + dst] = best[dst].second;

@@ -73,6 +73,9 @@ struct Fabric {
   std::vector<std::vector<uint32_t>> routes;
   std::vector<double> routeLatencyUs;
   bool empty() const { return links.empty(); }
+  /// The vertex directed link d leaves, and the one it enters.
+  uint32_t linkFrom(uint32_t d) const { return d % 2 ? links[d / 2].b : links[d / 2].a; }
+  uint32_t linkTo(uint32_t d) const { return d % 2 ? links[d / 2].a : links[d / 2].b; }
   /// "gpu3->sw0" for directed link d.
   std::string linkName(uint32_t d) const;
   /// For a torus (torusDims): the translation taking GPU 0 to GPU r, as the image of every GPU.
