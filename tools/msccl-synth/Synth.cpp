@@ -10,12 +10,6 @@
 namespace msccl::tools::synth {
 using runtime::sim::Topology;
 
-namespace {
-using FabricLinkHead = uint32_t;
-/// The vertex directed fabric link d enters.
-FabricLinkHead headOf(const runtime::sim::Fabric &f, uint32_t d) { return d % 2 ? f.links[d / 2].a : f.links[d / 2].b; }
-} // namespace
-
 LinkGraph linkGraph(const Topology &topo, uint32_t ranks) {
   if (ranks < 2 || ranks > topo.gpusPerNode)
     throw std::runtime_error("msccl-synth writes programs for the ranks of one node: 2.." +
@@ -39,11 +33,9 @@ LinkGraph linkGraph(const Topology &topo, uint32_t ranks) {
         if (a != b) {
           g.routes[a * ranks + b] = f.routes[a * topo.gpusPerNode + b];
           const auto &r = g.routes[a * ranks + b];
-          for (size_t i = 0; i + 1 < r.size(); ++i) { // the vertex after each link but the last
-            const FabricLinkHead head = headOf(f, r[i]);
-            if (head < ranks)
+          for (size_t i = 0; i + 1 < r.size(); ++i) // the vertex after each link but the last
+            if (f.linkTo(r[i]) < ranks)
               g.throughRank[a * ranks + b] = true;
-          }
         }
     return g;
   }
@@ -267,18 +259,22 @@ Tree translate(const Tree &t, const std::vector<uint32_t> &image) {
   return out;
 }
 
+/// Calls f(d) for every directed link the edge u -> v crosses: its route, or with g.symmetric
+/// (u -> v an edge of a generator) the routes of all its translates.
+template <class F> void forEachLink(const LinkGraph &g, uint32_t u, uint32_t v, F &&f) {
+  const size_t copies = g.symmetric ? g.translations.size() : 1;
+  for (size_t r = 0; r < copies; ++r) {
+    const uint32_t a = g.symmetric ? g.translations[r][u] : u, b = g.symmetric ? g.translations[r][v] : v;
+    for (uint32_t d : g.routes[a * g.ranks + b])
+      f(d);
+  }
+}
+
 /// Add `sign` parts to every link tree `t` crosses (with g.symmetric: every translate of it).
 void addTree(const LinkGraph &g, const Tree &t, std::vector<double> &load, double sign) {
-  const size_t copies = g.symmetric ? g.translations.size() : 1;
-  for (size_t r = 0; r < copies; ++r)
-    for (uint32_t v = 0; v < g.ranks; ++v)
-      if (t.parent[v] >= 0) {
-        uint32_t a = uint32_t(t.parent[v]), b = v;
-        if (g.symmetric)
-          a = g.translations[r][a], b = g.translations[r][b];
-        for (uint32_t d : g.routes[a * g.ranks + b])
-          load[d] += sign;
-      }
+  for (uint32_t v = 0; v < g.ranks; ++v)
+    if (t.parent[v] >= 0)
+      forEachLink(g, uint32_t(t.parent[v]), v, [&](uint32_t d) { load[d] += sign; });
 }
 
 /// The links' loads (in parts) of a packing.
@@ -312,15 +308,10 @@ Tree treeFor(const LinkGraph &g, uint32_t root, const std::vector<double> &price
   const uint32_t n = g.ranks;
   std::vector<double> cost(size_t(n) * n, 0);
   double most = 0;
-  const size_t copies = g.symmetric ? g.translations.size() : 1; // a generator pays for its translates
   for (uint32_t u = 0; u < n; ++u)
     for (uint32_t v = 0; v < n; ++v)
       if (u != v) {
-        for (size_t r = 0; r < copies; ++r) {
-          const uint32_t a = g.symmetric ? g.translations[r][u] : u, b = g.symmetric ? g.translations[r][v] : v;
-          for (uint32_t d : g.routes[a * n + b])
-            cost[u * n + v] += price[d];
-        }
+        forEachLink(g, u, v, [&](uint32_t d) { cost[u * n + v] += price[d]; }); // a generator pays for its translates
         most = std::max(most, cost[u * n + v]);
       }
   // An edge whose route passes through another rank's GPU (a torus forwarding) moves the part
@@ -379,13 +370,7 @@ Score score(const LinkGraph &g, const std::vector<double> &load) {
 /// when that sum drops, until a sweep changes nothing.
 void balance(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
   std::vector<double> load = loadOf(g, trees);
-  auto squares = [&] {
-    double s = 0;
-    for (uint32_t d = 0; d < load.size(); ++d)
-      s += (load[d] / g.capBps[d]) * (load[d] / g.capBps[d]);
-    return s;
-  };
-  double now = squares();
+  double now = score(g, load).squares;
   for (int sweep = 0; sweep < 64; ++sweep) {
     bool changed = false;
     for (Tree &t : trees) {
@@ -395,7 +380,7 @@ void balance(const LinkGraph &g, std::vector<Tree> &trees, Shape shape) {
         price[d] = (2 * load[d] + 1) / (g.capBps[d] * g.capBps[d]);
       Tree c = treeFor(g, t.root, price, shape);
       addTree(g, c, load, 1);
-      const double s = squares();
+      const double s = score(g, load).squares;
       if (s < now * (1 - 1e-12)) {
         t = c, now = s, changed = true;
       } else {
@@ -554,9 +539,7 @@ TreePacking packTrees(const LinkGraph &g, uint32_t perRoot, Shape shape) {
   p.ranks = n;
   p.perRoot = perRoot;
   p.trees = std::move(best);
-  std::vector<double> finalLoad(g.capBps.size(), 0);
-  for (const Tree &t : p.trees)
-    addTree(g, t, finalLoad, 1);
+  const std::vector<double> finalLoad = loadOf(g, p.trees);
   for (double x : finalLoad)
     p.load.push_back(uint32_t(std::lround(x)));
   uint32_t busiest = 0;
