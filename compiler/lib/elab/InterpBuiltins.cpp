@@ -11,6 +11,9 @@
 
 #include <llvm/ADT/ArrayRef.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace msccl::elab {
 
 using namespace msccl::ast;
@@ -433,6 +436,13 @@ struct MethodArgs {
 // One function per method family, with one case per Builtins.def method, opened with
 // PARAMS(Class, method) for its parameter names. A DslError they throw reaches callMethod.
 
+/// callMethod hands each method to its family's function below; one that reaches a family without
+/// a case for it is a compiler bug (the family would otherwise return none without a word).
+std::logic_error misrouted(MethodId id, const char *family) {
+  return std::logic_error("internal: method " + std::to_string(int(id)) + " was handed to the " + family +
+                          " methods, which have no case for it");
+}
+
 /// list and map: append; keys, values, items, get.
 Value containerMethod(MethodId id, const Value &self, llvm::ArrayRef<Value> a) {
   switch (id) {
@@ -456,7 +466,7 @@ Value containerMethod(MethodId id, const Value &self, llvm::ArrayRef<Value> a) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "container");
 }
 
 /// Rank: its buffers, local copies and reductions, barrier.
@@ -496,7 +506,7 @@ Value rankMethod(MethodId id, const Handle &h, const MethodArgs &x) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "rank");
 }
 
 /// MemoryChannel: signal, wait, get, put (packets), reduce.
@@ -543,7 +553,7 @@ Value memoryChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "memoryChannel");
 }
 
 /// PortChannel: signal, wait, flush, the puts.
@@ -587,7 +597,7 @@ Value portChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "portChannel");
 }
 
 /// SwitchChannel.at_rank and the rank view's reduce and broadcasts.
@@ -618,7 +628,7 @@ Value switchChannelMethod(MethodId id, const Handle &h, const MethodArgs &x) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "switchChannel");
 }
 
 /// ThreadBlockGroup.numtb and the Semaphore's acquire and release.
@@ -635,7 +645,7 @@ Value syncMethod(MethodId id, const Handle &h, const MethodArgs &x) {
   default:
     break;
   }
-  return Value();
+  throw misrouted(id, "sync");
 }
 
 } // namespace
