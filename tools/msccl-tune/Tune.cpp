@@ -206,16 +206,21 @@ std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std
 
 namespace {
 
-/// Whether replaying `p` at these sizes would walk more than 1024 pipeline windows per pipeline
-/// (the model replays every window: seconds per candidate and size). The grid's larger windows
-/// cover those sizes.
-bool tooManyWindows(const plan::Plan &p, const runtime::MessageSizes &ms) {
+/// The smallest pipeline window of plan `p` in bytes (0: no pipeline).
+uint64_t smallestWindow(const plan::Plan &p) {
   uint64_t unit = 0;
   for (const plan::Gpu &g : p.gpus)
     for (const plan::Threadblock &tb : g.threadblocks)
       for (const plan::Op &op : tb.ops)
         if (op.iterContext.unitSize > 0)
           unit = unit == 0 ? op.iterContext.unitSize : std::min(unit, op.iterContext.unitSize);
+  return unit;
+}
+
+/// Whether replaying `p`, whose smallest pipeline window is `unit` bytes, at these sizes would
+/// walk more than 1024 windows per pipeline (the model replays every window: seconds per
+/// candidate and size). The grid's larger windows cover those sizes.
+bool tooManyWindows(const plan::Plan &p, uint64_t unit, const runtime::MessageSizes &ms) {
   if (unit == 0 || p.gpus.empty())
     return false;
   const uint64_t chunks = std::max<uint64_t>(1, std::max(p.gpus[0].inputChunks, p.gpus[0].outputChunks));
@@ -267,11 +272,12 @@ void timeCandidate(Candidate &c, const std::vector<uint64_t> &sizes, const TuneO
                    const Topology &topo, runtime::Executor *measure) {
   const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
   const uint64_t elem = plan::dataTypeBytes(dtype);
+  const uint64_t window = c.plan ? smallestWindow(*c.plan) : 0; // once, not per size
   for (size_t i = 0; i < sizes.size() && c.plan; ++i) {
     auto ms = runtime::messageSizesFor(*c.plan, sizes[i], elem, nullptr);
     if (!ms)
       continue;
-    if (!measure && tooManyWindows(*c.plan, *ms))
+    if (!measure && tooManyWindows(*c.plan, window, *ms))
       continue; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
     try {
       if (measure) {
