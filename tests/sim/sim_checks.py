@@ -228,6 +228,28 @@ def closed_form(args, tmp):
             want = (2 * (n - 1) / n * S / B + 2 * (n - 1) * a + a) * 1e6
             check(abs(r["time_us"] - want) <= 1e-6 * want,
                   "ring n=%d S=%d on alpha-beta: %.6f us == 2(n-1)/n*S/B + 2(n-1)a + a = %.6f us" % (n, S, r["time_us"], want))
+    nvls_bound(args, tmp)
+
+
+def nvls_bound(args, tmp):
+    """With in-switch reduction an AllReduce's bound is S each way per rank's link (every element of
+    a rank's input must leave it, its own block's too); the stdlib's NVLS shape moves (n+1)/n of S,
+    so it reaches n/(n+1) of the bound, in place and (two switch channels) out of place alike."""
+    n, S = 8, 1 << 30
+    for topo_name in ("hgx-h100", "hgx-h200"):
+        with open(os.path.join(SHARE_TOPOLOGIES, topo_name + ".json")) as f:
+            t = json.load(f)
+        B = t["intra_node"]["bandwidth_GBps"]["value"] * 1e9 * t["nvls"]["efficiency"]["value"]
+        want = t["latency"]["launch_us"]["value"] + S / B * 1e6
+        for inplace in ("true", "false"):
+            plan = compile_plan(args, tmp, "allreduce/nvls", ranks=n, inplace=inplace)
+            r = sim_rows(args, tmp, plan, topo_name, "--size", str(S))[0][0]
+            check(abs(r["bound_us"] - want) <= 1e-6 * want,
+                  "AllReduce bound on %s, n=%d, 1 GiB: %.3f us == launch + S/(B x nvls efficiency) = %.3f us"
+                  % (topo_name, n, r["bound_us"], want))
+            check(n / (n + 1) - 0.02 <= r["of_bound"] <= 1,
+                  "allreduce/nvls inplace=%s on %s at 1 GiB reaches %.1f%% of the bound (n/(n+1) = %.1f%%, never above 100%%)"
+                  % (inplace, topo_name, 100 * r["of_bound"], 100 * n / (n + 1)))
 
 
 def monotone(args, tmp):

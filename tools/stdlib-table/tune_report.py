@@ -337,15 +337,15 @@ def interpret(label, bound_by, why, of_bound, ranks):
         if "nvls" in label:
             ratio = busy / max(of_bound, 1)
             text = (" -> the NVLS plan saturates %s, moving about %.2fx the bytes per link the bound counts "
-                    "((n-1)/n of S each way at the switch's efficiency)" % (res, ratio))
-            if ranks > 1 and abs(ratio / ((ranks + 1) / (ranks - 1)) - 1) < 0.03:
-                text += (": (n+1)/(n-1) = %.2f, as when every rank sends (n+1)/n of S (multimem reductions read "
+                    "(S each way at the switch's efficiency)" % (res, ratio))
+            if ranks > 1 and abs(ratio / ((ranks + 1) / ranks) - 1) < 0.03:
+                text += (": (n+1)/n = %.2f, as when every rank sends (n+1)/n of S (multimem reductions read "
                          "its whole buffer, its own block too, and its multicast store sends its block once more), so an "
                          "NVLS plan of this shape stays near %.0f%% of the bound (model output)" % (
-                             (ranks + 1) / (ranks - 1), 100.0 * (ranks - 1) / (ranks + 1)))
+                             (ranks + 1) / ranks, 100.0 * ranks / (ranks + 1)))
             return text
         return (" -> the plan saturates %s carrying the reduction's data, where the bound lets the switch "
-                "reduce (NVLS: (n-1)/n of S per rank's link at the switch's efficiency)" % res)
+                "reduce (NVLS: S per rank's link at the switch's efficiency)" % res)
     if bound_by.startswith("cut ") or bound_by.startswith("latency"):
         return " -> the plan saturates %s, not the bound's limit (%s)" % (res, bound_by)
     if {"network": "nic"}.get(bound_by, bound_by) in res:

@@ -83,9 +83,11 @@ void lowerSwitchOp(const Op &op, const Mapping &m, plan::Op &p) {
   } else if (plan::opHas(op.kind, plan::optrait::Reduce)) { // glres
     for (size_t i = 0; i < op.srcIndex.size(); ++i)
       p.src.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex[i], op.switchSize), "index"), u(op.switchSize, "size")));
-    // [BUG copied for parity] Python writes the source index into dst_buff.
+    // [BUG copied for parity] Python writes the source index into dst_buff (fusion across
+    // switch channels requires the offsets to be equal).
+    const ChannelIdList &dstChannels = op.dstChannelIds.empty() ? op.channelIds : op.dstChannelIds;
     for (size_t i = 0; i < op.dstIndex.size(); ++i)
-      p.dst.push_back(plan::BufferRef::switchRef(channelAt(op.channelIds, i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
+      p.dst.push_back(plan::BufferRef::switchRef(channelAt(dstChannels, i), u(m.shift.buf(op.srcIndex.at(i), op.switchSize), "index"), u(op.switchSize, "size")));
     p.reduceOp = op.reduceOp;
   } else { // gstore, gstorepkt: from one user chunk
     p.src.push_back(userChunk(op.userChunk, m.shift.buf(op.userChunk.index, op.switchSize)));

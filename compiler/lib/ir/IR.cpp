@@ -268,6 +268,7 @@ void printSwitchFields(std::ostream &os, const Op &op) {
   } else if (reduces) { // glres: src and dst entries
     os << " buf=" << plan::bufferTypeName(op.switchBuffer) << " size=" << op.switchSize << " src="; printIds(os, op.srcIndex);
     os << " dst="; printIds(os, op.dstIndex); os << " sw="; printIds(os, op.channelIds);
+    if (!op.dstChannelIds.empty()) { os << " dst_sw="; printIds(os, op.dstChannelIds); }
     os << ' ' << plan::reduceOpName(op.reduceOp);
   } else { // gstore, gstorepkt: from one user chunk
     os << " src=r" << op.userChunk.rank << ':' << plan::bufferTypeName(op.userChunk.buffer) << '[' << op.userChunk.index

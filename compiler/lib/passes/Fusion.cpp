@@ -173,15 +173,21 @@ bool combineData(Op &acc, Op &next) {
 /// dsl#fusion-F19: the unfused switch reduce (glre, the GroupLoadReduce shape), then a plain store
 /// of its result to the switch (gstore: a switch op that neither reduces nor writes packets) of
 /// the same buffer, size, chunk and channels -> the switch reduce-store (glres).
+/// Beyond the Python DSL: a reduce from one switch channel and the store of its result through
+/// another (an out-of-place NVLS AllReduce: reduce the inputs, multicast into the outputs) at the
+/// same offset fuse too, the store's channels in dstChannelIds. MSCCL++ leaves that pair unfused,
+/// a glre its loader rejects, so no program it runs changes.
 bool combineGroupLoadReduce(Op &acc, Op &next) {
   const OpKind b = next.kind;
   if (!plan::isSwitchOp(b) || plan::opHas(b, optrait::Reduce | optrait::Packet)) return false;
-  if (acc.switchBuffer != next.switchBuffer || acc.switchSize != next.switchSize || acc.userChunk != next.userChunk ||
-      acc.channelIds != next.channelIds || acc.channelType != next.channelType)
+  if (acc.switchSize != next.switchSize || acc.userChunk != next.userChunk || acc.channelType != next.channelType)
     return false;
+  const bool sameChannels = acc.switchBuffer == next.switchBuffer && acc.channelIds == next.channelIds;
+  if (!sameChannels && acc.bufferOffset != next.bufferOffset) return false;
   acc.kind = kSwitchReduceStore;
   acc.srcIndex = {acc.bufferOffset};
   acc.dstIndex = {next.bufferOffset};
+  if (!sameChannels) acc.dstChannelIds = next.channelIds;
   return true;
 }
 

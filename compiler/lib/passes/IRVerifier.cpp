@@ -34,9 +34,10 @@ void verifyOp(const ThreadBlockIR &tb, const Op &op, bool inPipeline, bool requi
   if (op.kind == OpKind::Pipeline && inPipeline) bad("nested pipeline");
   if (!isDataSyncOp(op.kind) && op.dataSync != SyncType::None) bad("data_sync flags on an op that takes none");
   if (!isChannelSyncOp(op.kind) && op.kind != OpKind::Pipeline)
-    for (uint32_t c : op.channelIds)
-      if (op.channelType != ChannelType::None && c >= channelsOf(tb, op.channelType))
-        bad("channel " + std::to_string(c) + " not registered on the threadblock");
+    for (const ChannelIdList *ids : {&op.channelIds, &op.dstChannelIds})
+      for (uint32_t c : *ids)
+        if (op.channelType != ChannelType::None && c >= channelsOf(tb, op.channelType))
+          bad("channel " + std::to_string(c) + " not registered on the threadblock");
   for (auto &c : op.remoteSrc)
     if (c.bufferId >= remoteBuffersOf(tb, op.channelType)) bad("remote buffer " + std::to_string(c.bufferId) + " not registered");
   for (auto &c : op.remoteDst)

@@ -58,9 +58,13 @@ CollectiveTraffic collectiveTraffic(CollectiveKind kind, uint32_t nranks, uint32
   const double n = nranks, N = std::max<uint32_t>(nodes, 1), g = n / N;
   const double part = (n - 1) / n, nodePart = N > 1 ? (N - 1) / N : 0;
   switch (row(kind).traffic) {
-  // AllReduce: a reduce-scatter and an all-gather's worth each way (Patarasuk and Yuan); with
-  // in-switch reduction each rank sends its parts once and receives the reduced ones once.
-  case Traffic::RsAg: return {switchReduces ? part : 2 * part, 2 * nodePart};
+  // AllReduce: a reduce-scatter and an all-gather's worth each way (Patarasuk and Yuan). With
+  // in-switch reduction, S each way: every other rank's output depends on every element of this
+  // rank's input and a transfer carries one element's (partial) value, so each element leaves
+  // the rank at least once, its own block's too (as the sum, or as its term of it); likewise
+  // every element of its output needs something from outside. Not (n-1)/n: a rank that keeps
+  // its own block back must still send that block's sum out.
+  case Traffic::RsAg: return {switchReduces ? 1.0 : 2 * part, 2 * nodePart};
   // AllGather (S = the output): every rank receives the n-1 blocks it lacks, every node the
   // other nodes' parts. ReduceScatter (S = the input): every rank sends the n-1 blocks others
   // reduce, every node the other nodes' parts, reduced inside the node first.

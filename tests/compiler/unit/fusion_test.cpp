@@ -135,6 +135,32 @@ TEST_CASE("data-transfer fusion rules dsl#fusion-F11 to dsl#fusion-F19", "[fusio
   REQUIRE(names(tb3) == "glres");
   CHECK(tb3[0].srcIndex == std::vector<int64_t>{1});
   CHECK(tb3[0].dstIndex == std::vector<int64_t>{2});
+  CHECK(tb3[0].dstChannelIds.empty()); // one channel: the store's are the reduce's
+}
+
+TEST_CASE("a switch reduce and the store of its result through another switch channel fuse at one offset", "[fusion]") {
+  // Out-of-place NVLS: reduce the inputs through one switch channel, multicast the sums into the
+  // outputs through a second. The Python DSL leaves the pair unfused (a glre MSCCL++'s loader
+  // rejects); here it is one glres whose dst entries name the second channel.
+  Program p(msccl::test::testOptions(2, 4, 4));
+  auto r0 = p.rank(0);
+  auto out = r0.getOutputBuffer();
+  auto swIn = p.switchChannel({0, 1}, BufferType::Input);
+  auto swOut = p.switchChannel({0, 1}, BufferType::Output);
+  swIn.atRank(0).reduce(1, 1, out.slice(1, 2), 0);
+  swOut.atRank(0).broadcast(out.slice(1, 2), 1, 1, 0);
+  // At different offsets the fused op could not say both (glres writes its source index into
+  // its destination entries): left apart.
+  swIn.atRank(0).reduce(2, 1, out.slice(2, 3), 1);
+  swOut.atRank(0).broadcast(out.slice(2, 3), 3, 1, 1);
+
+  auto tb0 = fuseAndSync(p, 0);
+  REQUIRE(names(tb0) == "glres");
+  CHECK(tb0[0].srcIndex == std::vector<int64_t>{1});
+  CHECK(tb0[0].dstIndex == std::vector<int64_t>{1});
+  CHECK(tb0[0].channelIds != tb0[0].dstChannelIds);
+  CHECK(tb0[0].dstChannelIds.size() == 1);
+  CHECK(names(fuseAndSync(p, 1)).rfind("glre ", 0) == 0);
 }
 
 TEST_CASE("packet reduction fusion: repkt + cpkt -> recpkt, + ppkt -> recspkt", "[fusion]") {

@@ -53,8 +53,8 @@ double busBandwidthFactor(CollectiveKind kind, uint32_t nranks);
 /// The least traffic any schedule of `kind` moves (Collectives.def Traffic), per byte of the
 /// nccl-tests size S, for `nranks` ranks in `nodes` equal nodes: `rankLink`, the bytes that must
 /// cross every rank's link in its busier direction (through point-to-point links; with
-/// `switchReduces`, the fabric reduces in the switch as NVLS multimem does, which halves
-/// AllReduce's); `nodeNetwork`, the bytes that must leave or enter every node through its network
+/// `switchReduces`, the fabric reduces in the switch as NVLS multimem does, which brings
+/// AllReduce's from 2(n-1)/n to 1); `nodeNetwork`, the bytes that must leave or enter every node through its network
 /// links (all its NICs together; 0 for one node). Zero for Other. Used by the model's lower bound
 /// (SimExecutor.h lowerBound; arguments in docs/performance-model.md).
 struct CollectiveTraffic {
