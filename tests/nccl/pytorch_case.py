@@ -6,7 +6,11 @@ kinds of call, 2-rank plans for its split communicators), runs tests/nccl/pytorc
 `mpirun -np 4` with LD_PRELOAD=libmsccl_nccl.so MSCCL_BACKEND=cpu MSCCL_DEBUG=INFO and no real NCCL
 (MSCCL_NCCL_LIB_PATH names a file that does not exist), and checks: the client found every result
 right and every call returned success (a call no plan takes would fail: there is no NCCL to go
-to), MSCCL_DEBUG shows a plan for every collective call of every rank and no fallback."""
+to), MSCCL_DEBUG shows a plan for every collective call of every rank and no fallback.
+
+With --tuned MSCCL_TUNE the 4-rank AllReduce plans are msccl-tune's directory for hgx-h100 instead
+(its index, with the other plans added to it): the client's odd AllReduce sizes (16372, 3108, 4
+bytes), which the tuned LL plans cannot cut, go to the tuner's fallback entry, never to NCCL."""
 import argparse, json, os, re, subprocess, sys, tempfile
 
 # (stdlib algorithm, defines, file name)
@@ -48,6 +52,8 @@ def main():
     ap.add_argument("--installed", action="store_true",
                     help="give the plans as the installed directory (MSCCL_INSTALLED_PLANS, with an index, as "
                          "msccl-tune --install writes it) instead of MSCCL_PLANS")
+    ap.add_argument("--tuned", metavar="MSCCL_TUNE",
+                    help="the 4-rank AllReduce plans from msccl-tune (this binary) instead of the stdlib's")
     ap.add_argument("--backend", choices=["cpu", "cuda-host"], default="cpu",
                     help="cuda-host: the shim's CUDA path (MSCCL_BACKEND=cuda, one CudaRankSession per rank) on "
                          "the host implementation of the device layer (MSCCL_CUDA_DEVICE=host)")
@@ -55,7 +61,17 @@ def main():
     tmp = tempfile.mkdtemp(prefix="nccl-pytorch-")
     plans = os.path.join(tmp, "plans")
     os.mkdir(plans)
-    for algo, defines, name in PLANS:
+    plan_list = PLANS
+    if a.tuned:  # the tuner's index first, then the plans it does not cover
+        subprocess.run([a.tuned, "--topology", "hgx-h100", "--ranks", "4", "--quick", "--no-synth", "--collective",
+                        "allreduce", "--max-bytes", "1M", "-o", plans], check=True, stdout=subprocess.DEVNULL)
+        plan_list = [p for p in PLANS if p[2] not in ("allreduce_ip.json", "allreduce_oop.json")]
+        with open(os.path.join(plans, "msccl-plans.json")) as f:
+            index = json.load(f)
+        index["plans"] += [{"file": name} for _, _, name in plan_list]
+        with open(os.path.join(plans, "msccl-plans.json"), "w") as f:
+            json.dump(index, f)
+    for algo, defines, name in plan_list:
         cmd = [a.mscclc, "stdlib:" + algo, "-o", os.path.join(plans, name)]
         for d in defines:
             cmd += ["-D", d]
@@ -86,8 +102,14 @@ def main():
     m = re.search(r"pytorch_client: (\d+) calls, (\d+) failure\(s\)", p.stdout)
     if not m or m.group(2) != "0":
         problems.append("the client's result checks did not all pass")
+    expected = EXPECTED
+    if a.tuned:  # a tuned plan (any but the 2-rank one) where the stdlib's 4-rank AllReduce was
+        expected = [(pat.replace(r"allreduce_ip\.json", r"allreduce_(?!tp)\S+\.json")
+                     .replace(r"allreduce_oop\.json", r"allreduce_(?!tp)\S+\.json"), c) for pat, c in EXPECTED]
+        if not re.search(r"ncclAllReduce 16372 bytes float32 in-place: plan \S+_fallback ", p.stderr):
+            problems.append("the 16372-byte AllReduce did not take the tuner's fallback entry")
     for rank in range(4):
-        for pattern, counts in EXPECTED:
+        for pattern, counts in expected:
             got = len(re.findall(r"MSCCL INFO rank %d: %s" % (rank, pattern), p.stderr))
             count = counts[rank]
             if got != count:

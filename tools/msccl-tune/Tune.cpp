@@ -12,6 +12,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 #include <atomic>
 #include <fstream>
@@ -356,7 +357,40 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
     e.bestDefault.push_back(pick(t, defaults));
     e.bound.push_back(runtime::sim::lowerBound(kind, ranks, topo, e.sizes[i]));
   }
+  e.fallback = fallbackOf(e);
   return e;
+}
+
+int fallbackOf(const Envelope &e) {
+  std::vector<uint64_t> awkward{1, 3, 12};
+  for (uint64_t s : e.sizes) {
+    awkward.push_back(s + 1);
+    awkward.push_back(s + 4);
+  }
+  int best = -1;
+  size_t bestRuns = 0;
+  double bestScore = 0;
+  for (size_t k = 0; k < e.candidates.size(); ++k) {
+    const Candidate &c = e.candidates[k];
+    if (!c.plan)
+      continue;
+    size_t runs = 0;
+    for (uint64_t s : awkward)
+      runs += c.plan->variableSizes || runtime::messageSizesFor(*c.plan, s, nullptr).has_value();
+    double logRatio = 0; // geometric mean of time / the winner's, over the sweep
+    for (size_t i = 0; i < e.sizes.size(); ++i) {
+      if (e.winner[i] < 0)
+        continue;
+      const double w = e.candidates[size_t(e.winner[i])].seconds[i];
+      logRatio += c.seconds[i] > 0 && w > 0 ? std::log(c.seconds[i] / w) : std::log(100.0);
+    }
+    if (runs > 0 && (best < 0 || runs > bestRuns || (runs == bestRuns && logRatio < bestScore))) {
+      best = int(k);
+      bestRuns = runs;
+      bestScore = logRatio;
+    }
+  }
+  return best;
 }
 
 std::vector<Range> rangesOf(const Envelope &e) {

@@ -74,8 +74,8 @@ struct Candidate {
 };
 
 /// Per collective and buffer mode: the sweep and its winners. In place and out of place are
-/// tuned apart: a plan's two builds can differ a lot (an out-of-place NVLS AllReduce copies its
-/// input in one threadblock).
+/// tuned apart: a plan's two builds can differ (out of place, a rank's own block is copied to
+/// its output).
 struct Envelope {
   std::string collective;
   bool inPlace = false;
@@ -84,7 +84,17 @@ struct Envelope {
   std::vector<int> winner;             ///< per size: candidate index, -1 where none runs
   std::vector<int> bestDefault;        ///< per size: the fastest candidate with isDefault
   std::vector<runtime::sim::LowerBound> bound; ///< per size
+  /// The candidate for message sizes a winner cannot run (fallbackOf), -1 for none.
+  int fallback = -1;
 };
+
+/// The plan for the sizes between and around the powers of two that a winner cannot run (an LL
+/// plan needs blocks of 8-byte multiples; a plan whose chunks must be equal needs a multiple of
+/// its chunk count): among the candidates that run the most of a set of awkward sizes (1, 3, 12,
+/// and each swept size plus 1 and plus 4 bytes; PlanRegistry's test with 1-byte elements), the
+/// one whose time is closest to the winners' (least geometric mean of the ratio over the sweep).
+/// -1 when no candidate runs any of them.
+int fallbackOf(const Envelope &e);
 
 /// The candidates of `collective` for `ranks` ranks in nodes of `ranksPerNode` (stdlib programs
 /// named COLLECTIVE/*, with their params read from the file). `quick` varies instances only.
@@ -119,8 +129,10 @@ struct Range {
 std::vector<Range> rangesOf(const Envelope &e);
 
 /// Write the winners of `envelopes` into `dir` (created): NAME.json (out of place) or NAME_ip.json
-/// (in place), msccl-plans.json (one entry per range, "in_place" "out" or "in", tagged "tuned"),
-/// and tune-COLLECTIVE[-inplace].svg per envelope. Throws std::runtime_error naming the file
+/// (in place), msccl-plans.json (one entry per range, "in_place" "out" or "in", tagged "tuned";
+/// then the envelope's fallback over every size, tagged "fallback" too, which PlanRegistry's
+/// narrowest-range rule picks only where no winner can run the size), and
+/// tune-COLLECTIVE[-inplace].svg per envelope. Throws std::runtime_error naming the file
 /// that cannot be written.
 void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &envelopes, const TuneOptions &o,
                         const runtime::sim::Topology &topo, uint32_t ranks, uint32_t ranksPerNode);

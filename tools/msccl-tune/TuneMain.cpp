@@ -156,6 +156,8 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
         << std::setprecision(0) << (b.seconds > 0 ? 100 * b.seconds / t : 0) << "%  " << b.limitedBy;
     out << row.str() << "\n";
   }
+  if (e.fallback >= 0)
+    out << "# sizes no winner can run (e.g. odd byte counts): " << e.candidates[size_t(e.fallback)].label() << "\n";
 }
 
 } // namespace

@@ -70,6 +70,21 @@ void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &env
       entry["tags"] = {"tuned", topo.name};
       index["plans"].push_back(entry);
     }
+    if (e.fallback >= 0) { // every size; the registry takes a narrower range first
+      const Candidate &c = e.candidates[size_t(e.fallback)];
+      const std::string stem = c.fileStem() + mode;
+      if (written.insert(stem).second)
+        writeFile(dir + "/" + stem + ".json", plan::writePlan(*c.plan));
+      nlohmann::ordered_json entry;
+      entry["file"] = stem + ".json";
+      entry["name"] = stem + "_fallback";
+      entry["min_bytes"] = 0;
+      entry["in_place"] = e.inPlace ? "in" : "out";
+      if (ranksPerNode && ranksPerNode < ranks)
+        entry["ranks_per_node"] = ranksPerNode;
+      entry["tags"] = {"tuned", topo.name, "fallback"};
+      index["plans"].push_back(entry);
+    }
     writeFile(dir + "/tune-" + e.collective + (e.inPlace ? "-inplace" : "") + ".svg", envelopeSvg(e, topo, ranks));
   }
   writeFile(dir + "/msccl-plans.json", index.dump(2) + "\n");
