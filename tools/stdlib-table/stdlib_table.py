@@ -53,6 +53,7 @@ SHAPES = {
     "reducescatter/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/ring": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/packet": [{"ranks": 8}, {"ranks": 16}],
+    "reducescatter/hierarchical": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     "alltoall/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "alltoall/multinode": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     # AllToAllV: per block (one chunk per block), i.e. per byte of a uniform count matrix.
@@ -96,6 +97,7 @@ SIM_CANDIDATES = {
     "multi": [
         ("allreduce/hierarchical", {}),
         ("allgather/hierarchical", {}),
+        ("reducescatter/hierarchical", {}), ("reducescatter/hierarchical", {"instances": 8, "chunks": 4}),
         ("alltoall/multinode", {}), ("alltoall/multinode", {"instances": 2}),
     ],
 }
