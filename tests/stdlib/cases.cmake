@@ -52,6 +52,14 @@ stdlib_run(allreduce/hierarchical n4x8 DEFINES ranks=32 ranks_per_node=8 DTYPE i
 stdlib_run(allreduce/hierarchical n2x9 DEFINES ranks=18 ranks_per_node=9 DTYPE int32 MODES out-of-place)
 stdlib_refuse(allreduce/hierarchical per-node10 "supports at most 9 ranks per node" DEFINES ranks=20 ranks_per_node=10)
 stdlib_refuse(allreduce/hierarchical not-multiple "must be a multiple of ranks_per_node" DEFINES ranks=10 ranks_per_node=4)
+
+stdlib_run(allreduce/hierarchical_rsag n2x2 DEFINES ranks=4 ranks_per_node=2)
+stdlib_run(allreduce/hierarchical_rsag n3x1-c2 DEFINES ranks=3 ranks_per_node=1 chunks=2 DTYPE int32)
+stdlib_run(allreduce/hierarchical_rsag n3x4-c4-i2 DEFINES ranks=12 ranks_per_node=4 chunks=4 instances=2 DTYPE float16 MODES out-of-place)
+stdlib_run(allreduce/hierarchical_rsag n2x8-c4-i8 DEFINES ranks=16 ranks_per_node=8 chunks=4 instances=8 DTYPE int32 MODES in-place)
+stdlib_run(allreduce/hierarchical_rsag n10x2 DEFINES ranks=20 ranks_per_node=2 DTYPE int32 MODES out-of-place)
+stdlib_run(allreduce/hierarchical_rsag n2x9 DEFINES ranks=18 ranks_per_node=9 DTYPE int32 MODES in-place)
+stdlib_refuse(allreduce/hierarchical_rsag one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
 stdlib_refuse(allreduce/hierarchical one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
 
 stdlib_run(allreduce/rabenseifner r2 DEFINES ranks=2)
