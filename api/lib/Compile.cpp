@@ -73,14 +73,13 @@ std::string libraryStdlibDir() {
   return dir;
 }
 
-driver::MscclcOptions toOptions(const std::string &input, const CompileParams &p) {
-  driver::MscclcOptions o;
+/// The compiler invocation of CompileParams (what mscclc's command line would say), typed.
+driver::CompilerInvocation toInvocation(const std::string &input, const CompileParams &p) {
+  driver::CompilerInvocation o;
   o.input = input;
-  for (auto &[k, v] : p.defines)
-    o.defines.push_back(k + "=" + v);
+  o.defines = p.defines;
   o.skipUnknownDefines = p.skipUnknownDefines;
-  for (auto &[k, v] : p.options)
-    o.optionOverrides.push_back(k + "=" + v);
+  o.optionOverrides = p.options;
   o.includeDirs = p.includeDirs;
   o.stdlibDir = p.stdlibDir.empty() ? libraryStdlibDir() : p.stdlibDir;
   o.noVerify = p.noVerify;
@@ -164,9 +163,9 @@ std::string absolute(const std::string &path) {
 /// search path, the main file's place) and the main file's text, without parsing anything.
 /// nullopt when the main file cannot be read (the compile reports that).
 std::optional<std::string> manifestKey(const std::string &input, const std::string *text, const CompileParams &p,
-                                       const driver::MscclcOptions &mo, const std::string &version,
+                                       const driver::CompilerInvocation &mo, const std::string &version,
                                        std::string &mainPath) {
-  std::string stdlib = mo.stdlibDir.empty() ? elab::defaultStdlibDir() : mo.stdlibDir;
+  std::string stdlib = mo.stdlibDirOrDefault();
   std::string mainText;
   if (text) {
     llvm::SmallString<256> cwd;
@@ -311,7 +310,7 @@ PlanPtr compileImpl(const std::string &input, const std::string *text, const Com
   CompileInfo local;
   CompileInfo &ci = info ? *info : local;
   ci = CompileInfo();
-  driver::MscclcOptions mo = toOptions(text ? "-" : input, params);
+  driver::CompilerInvocation mo = toInvocation(text ? "-" : input, params);
   const std::string version =
       params.compilerVersionOverride.empty() ? compilerVersion() : params.compilerVersionOverride;
   std::string key, file, dir, mkey;

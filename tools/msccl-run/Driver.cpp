@@ -97,14 +97,15 @@ std::optional<int> loadSinglePlan(const Options &o, std::vector<LoadedPlan> &pla
   }
   LoadedPlan lp{o.input, Plan(), "", ""};
   if (msccl) {
-    driver::MscclcOptions mo;
-    mo.input = o.input;
-    mo.defines = o.defines;
-    mo.includeDirs = o.includeDirs;
-    mo.target = o.allowOverLimits ? driver::Target::Msccl : driver::Target::Mscclpp;
+    driver::CompilerInvocation inv;
+    inv.input = o.input;
+    inv.includeDirs = o.includeDirs;
+    inv.target = o.allowOverLimits ? driver::Target::Msccl : driver::Target::Mscclpp;
     std::istringstream noStdin;
     llvm::raw_os_ostream errs(err);
-    std::optional<Plan> compiled = driver::compilePlan(mo, noStdin, errs);
+    std::optional<Plan> compiled;
+    if (driver::splitDefines(o.defines, inv.defines, errs))
+      compiled = driver::compilePlan(inv, noStdin, errs);
     errs.flush();
     if (!compiled) {
       err << "msccl-run: error: cannot compile " << o.input << "\n";

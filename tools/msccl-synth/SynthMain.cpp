@@ -97,13 +97,13 @@ std::string synthesize(const SynthOptions &o, std::ostream &log) {
       << " us (" << bound.limitedBy << "): " << std::setprecision(1)
       << (linkSeconds > 0 ? 100.0 * bound.bandwidthSeconds / linkSeconds : 0) << "% (model output)\n";
   // Prove it: compile with the default params.
-  driver::MscclcOptions mo;
-  mo.input = "-";
-  mo.stdlibDir = o.stdlibDir;
+  driver::CompilerInvocation inv;
+  inv.input = "-";
+  inv.stdlibDir = o.stdlibDir;
   std::istringstream in(text);
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  std::optional<plan::Plan> plan = driver::compilePlan(mo, in, es);
+  std::optional<plan::Plan> plan = driver::compilePlan(inv, in, es);
   es.flush();
   if (!plan)
     throw std::runtime_error("msccl-synth: internal error: the written program does not compile or prove:\n" + errors);

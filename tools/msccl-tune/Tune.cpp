@@ -185,15 +185,15 @@ std::vector<Candidate> synthCandidates(const std::string &collective, const Topo
 
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
                                                    std::string &why) {
-  driver::MscclcOptions mo;
-  mo.input = c.source.empty() ? "stdlib:" + c.algorithm : "-";
-  mo.stdlibDir = stdlibDir;
+  driver::CompilerInvocation inv;
+  inv.input = c.source.empty() ? "stdlib:" + c.algorithm : "-";
+  inv.stdlibDir = stdlibDir;
   for (const auto &[k, v] : c.defines)
-    mo.defines.push_back(k + "=" + (k == "inplace" ? (inPlace ? "true" : "false") : v));
+    inv.defines.push_back({k, k == "inplace" ? (inPlace ? "true" : "false") : v});
   std::istringstream source(c.source);
   std::string errors;
   llvm::raw_string_ostream es(errors);
-  std::optional<plan::Plan> p = driver::compilePlan(mo, source, es);
+  std::optional<plan::Plan> p = driver::compilePlan(inv, source, es);
   es.flush();
   if (!p) {
     // The error line, without the file name mscclc puts first.

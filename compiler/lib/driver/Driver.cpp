@@ -1,30 +1,24 @@
 //===- Driver.cpp - The mscclc command line ---------------------------------------------===//
 //
 // Consumes argv; produces the emitted text (AST dump, IR dump or JSON plan) or diagnostics.
-// Flow: parse (frontend) -> check (elab/Check.h) -> elaborate (elab/Elaborate.h) ->
-// passes (passes/Pipeline.h) -> lower (backend/Lower.h) -> JSON (plan/PlanJson.h).
-// A JSON compilation streams: backend/StreamCompile.h runs the passes, lowers and writes rank by
-// rank on the elaborated IR (no copy); --print-after prints each rank as it streams. With
-// verification (the default) the same calls build the plan in memory, which is verified first.
 // The command line is parsed into MscclcOptions at entry (CommandLine below: llvm::cl options
-// that are registered for one parse and removed after it); everything else reads the struct.
+// that are registered for one parse and removed after it) and converted once into a
+// CompilerInvocation (toInvocation); the compilation is a CompilerSession (Session.h), which
+// runs the phases in their one order (load -> check -> elaborate -> passes -> plan). What is
+// mscclc's alone hangs on the session's options: --emit=ast/ir dump after Check/Elaborate
+// (mscclcSession's afterPhase), print(...) and --print-after write to stderr, and the plan is
+// for writing: unverified (--no-verify), it streams (backend/StreamCompile.h runs the passes,
+// lowers and writes rank by rank on the elaborated IR, no copy; --print-after prints each rank
+// as it streams); verified (the default), the session builds it in memory and verifies it first.
 //
 //===------------------------------------------------------------------------------------===//
 #include "msccl/driver/Driver.h"
-#include "msccl/driver/ChannelPairing.h"
-#include "msccl/driver/ReplicationRanges.h"
 
-#include "msccl/backend/Lower.h"
 #include "msccl/backend/StreamCompile.h"
+#include "msccl/driver/Session.h"
 #include "msccl/driver/Verify.h"
-#include "msccl/driver/VerifyPlan.h"
-#include "msccl/elab/Check.h"
-#include "msccl/elab/Elaborate.h"
-#include "msccl/elab/Loader.h"
 #include "msccl/frontend/AstDump.h"
 #include "msccl/ir/IR.h"
-#include "msccl/legacy/LegacyPasses.h"
-#include "msccl/passes/Pipeline.h"
 #include "msccl/plan/PlanJson.h"
 #include "msccl/Version.h"
 
@@ -33,7 +27,6 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/thread.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -152,181 +145,35 @@ struct CommandLine {
   }
 };
 
-/// The largest --max-call-depth accepted (each level may need a few KiB of C++ stack).
-constexpr unsigned kMaxCallDepthLimit = 100000;
-
-/// What the phases need, derived from MscclcOptions (checked by makeOptions).
-struct Options {
-  elab::SearchPath path;
-  elab::ElabOptions elab;
-  std::vector<std::string> printAfter;
-  Emit emit = Emit::Json;
-  PlanFormat planFormat = PlanFormat::Current;
-  bool noFusion = false, noAutoSync = false, noVerify = false, verifyIrEach = false;
-  bool deviceLimits = true; ///< Target::Mscclpp
-  std::string sourceMapFile;
-};
-
-/// What a compilation produces: text (AST/IR dumps), a plan (verified, or asked for in memory),
-/// or an elaborated program validated by backend::prepareStream, compiled and streamed out by
-/// writeOutput.
-struct Output {
-  std::string text;
-  std::optional<plan::Plan> plan;
-  std::unique_ptr<ir::Program> program;
-  passes::PipelineOptions pipeline;
-  /// Plan op path -> .msccl call (--source-map), filled while the plan is lowered.
-  std::unique_ptr<backend::SourceMap> sourceMap;
-};
-
-/// Reports an error of the passes or lowering at the .msccl call of the op it is about (with the
-/// loop values that led there, as elaboration errors have), or at `fallback` (the program) when
-/// the error names no op.
-void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, const ir::DslError &e, llvm::SMLoc fallback) {
-  std::optional<ir::OpSource> src = sources.resolve(e.source());
-  if (!src || !src->loc.isValid()) {
-    diag.report(fallback, DiagId::err_pass, {e.what()});
-    return;
-  }
-  diag.report(src->loc, DiagId::err_pass, {e.what()});
-  reportSourceFrames(diag, *src);
-  llvm::SMLoc related = sources.loc(e.related());
-  if (related.isValid())
-    diag.report(related, DiagId::note_pass_related);
+/// The last phase an output needs: the checked AST, the IR as elaborated, or the plan.
+Phase lastPhase(Emit emit) {
+  return emit == Emit::Ast ? Phase::Check : emit == Emit::Ir ? Phase::Elaborate : Phase::Plan;
 }
 
-/// The passes of an mscclpplang-style program (msccl/legacy/LegacyPasses.h) and its plan in
-/// the asked format.
-bool compileLegacyProgram(diag::DiagEngine &diag, llvm::SMLoc loc, legacy::Program &program, const Options &o,
-                          Output &output, bool wantPlan) {
-  if (o.emit == Emit::Ir) {
-    diag.report(loc, DiagId::err_pass, {"`--emit=ir`: a program in the mscclpplang style has no DSL IR"});
-    return false;
-  }
-  try {
-    std::string text = legacy::compileLegacy(program);
-    if (o.planFormat == PlanFormat::Legacy && !wantPlan) {
-      output.text = std::move(text);
-      return true;
+/// mscclc's session: the program's print(...) and --print-after write to `printed`; the plan is
+/// for writing; after Check (--emit=ast) the AST and after Elaborate (--emit=ir) the IR are
+/// dumped into `dumped`.
+SessionOptions mscclcSession(llvm::raw_ostream &printed, std::string &dumped) {
+  SessionOptions so;
+  so.printStream = &printed;
+  so.planForWriting = true;
+  so.afterPhase = [&dumped](Phase done, CompilerSession &s) {
+    const Emit emit = s.invocation().emit;
+    if (done == Phase::Check && emit == Emit::Ast) {
+      llvm::raw_string_ostream os(dumped);
+      for (ast::Module *m : s.unit().modules)
+        frontend::dumpAst(s.astContext(), *m, s.sourceMgr(), os);
+    } else if (done == Phase::Elaborate && emit == Emit::Ir) {
+      if (s.legacyProgram()) {
+        s.diag().report(s.unit().program->loc, DiagId::err_pass,
+                        {"`--emit=ir`: a program in the mscclpplang style has no DSL IR"});
+        return false;
+      }
+      dumped = ir::printIR(s.program()->ir());
     }
-    // Today's format: the one plan reader converts the legacy plan (plan/LegacyPlan.h), so this
-    // plan is exactly what `plan-convert` makes of the legacy one.
-    output.plan = plan::parsePlan(text);
-  } catch (const legacy::LegacyError &e) {
-    diag.report(loc, DiagId::err_pass, {e.what()});
-    return false;
-  } catch (const plan::PlanError &e) {
-    diag.report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
-    return false;
-  }
-  if (!o.noVerify && !verifyCompiledPlan(diag, loc, *output.plan, nullptr, o.deviceLimits))
-    return false;
-  return true;
-}
-
-/// Notes for a program whose plan failed verification, from its elaborated IR (computed only
-/// then, so a compile that verifies pays nothing): ranges that interleaved replication splits
-/// inconsistently (ReplicationRanges.h), and channels whose pairing crossed (ChannelPairing.h).
-void explainFailedVerification(diag::DiagEngine &diag, const ir::ProgramIR &ir, llvm::SMLoc fallback) {
-  const ir::SourceTable &st = ir.sources;
-  if (ir.options.instances > 1 && ir.options.replicationPolicy == ir::ReplicationPolicy::Interleaved)
-    if (std::optional<RangeConflict> conflict = findReplicationConflict(ir)) {
-      const llvm::SMLoc a = st.loc(conflict->sourceA), b = st.loc(conflict->sourceB);
-      const unsigned lineA = a.isValid() ? diag.sourceMgr().getLineAndColumn(a).first : 0;
-      diag.report(b.isValid() ? b : fallback, DiagId::note_replication_ranges,
-                  {std::to_string(ir.options.instances), conflict->rangeB, conflict->rangeA, std::to_string(lineA),
-                   conflict->buffer});
-    }
-  if (std::optional<CrossedChannel> crossed = findCrossedChannel(ir)) {
-    const llvm::SMLoc here = st.loc(crossed->sourceHere), peer = st.loc(crossed->sourcePeer);
-    diag.report(here.isValid() ? here : fallback, DiagId::note_channel_pairing, {crossed->text});
-    if (peer.isValid())
-      diag.report(peer, DiagId::note_channel_partner, {});
-  }
-}
-
-/// parse -> check -> elaborate -> (passes -> lower, with --print-after). The AST is dropped when
-/// this returns; only the program or the plan is kept. Returns false on error (reported).
-bool compileBuffer(diag::DiagEngine &diag, unsigned buffer, const Options &o, Output &output, llvm::raw_ostream &err,
-                   bool wantPlan = false) {
-  std::string &outText = output.text;
-  ast::AstContext ctx;
-  elab::Unit unit;
-  if (!elab::loadUnit(ctx, diag, buffer, o.path, unit))
-    return false;
-  if (!elab::checkUnit(unit, diag))
-    return false;
-  if (o.emit == Emit::Ast) {
-    llvm::raw_string_ostream os(outText);
-    for (ast::Module *m : unit.modules)
-      frontend::dumpAst(ctx, *m, diag.sourceMgr(), os);
     return true;
-  }
-  elab::ElabOptions eo = o.elab;
-  eo.printStream = &err;
-  elab::ElabResult r = elab::elaborate(unit, diag, eo);
-  if (r.legacy)
-    return compileLegacyProgram(diag, unit.program->loc, *r.legacy, o, output, wantPlan);
-  if (!r.program)
-    return false;
-  if (o.planFormat == PlanFormat::Legacy) {
-    diag.report(unit.program->loc, DiagId::err_pass,
-                {"`--plan-format=legacy` writes programs in the mscclpplang style (`style = \"mscclpplang\"`) only"});
-    return false;
-  }
-  if (o.emit == Emit::Ir) {
-    outText = ir::printIR(r.program->ir());
-    return true;
-  }
-  passes::PipelineOptions po;
-  po.skipFusion = o.noFusion;
-  po.skipAutoSync = o.noAutoSync;
-  po.verifyEach = o.verifyIrEach;
-  if (!o.printAfter.empty()) // each rank is printed as it streams
-    po.afterPass = [printAfter = o.printAfter, &err](std::string_view pass, const ir::ProgramIR &irp, const ir::GpuIR *gpu) {
-      for (auto &p : printAfter)
-        if (p == "all" || p == pass) {
-          err << "// ----- IR after " << std::string(pass);
-          if (gpu) {
-            err << " (rank " << gpu->id << ") -----\n" << ir::printGpuIR(*gpu);
-            if (pass == "replication" && irp.options.instances != 1) // applied while lowering
-              err << "  (each tb replicated x" << irp.options.instances << " by lowering)\n";
-          } else
-            err << " -----\n" << ir::printIR(irp);
-          break;
-        }
-    };
-  // The map places --source-map's entries and the verifier's findings at the .msccl calls.
-  if (!o.sourceMapFile.empty() || !o.noVerify)
-    output.sourceMap = std::make_unique<backend::SourceMap>(&diag.sourceMgr());
-  try {
-    // AllToAllV sizes are derived over the whole plan (deriveVariableSizes): no streaming.
-    if (!wantPlan && o.noVerify && !r.program->ir().options.collective.variable) {
-      backend::prepareStream(r.program->ir(), po);
-      output.pipeline = po;
-      output.program = std::move(r.program);
-    } else {
-      output.plan = backend::compile(*r.program, po, output.sourceMap.get());
-    }
-  } catch (const ir::DslError &e) {
-    reportPassError(diag, r.program->ir().sources, e, unit.program->loc);
-    return false;
-  } catch (const plan::PlanError &e) {
-    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
-    return false;
-  } catch (const std::logic_error &e) { // the IR verifier (--verify-ir-each): a compiler bug
-    diag.report(unit.program->loc, DiagId::err_pass, {e.what()});
-    return false;
-  }
-  if (output.plan && output.plan->variableSizes &&
-      !deriveVariableSizes(diag, unit.program->loc, *output.plan, output.sourceMap.get()))
-    return false;
-  if (!o.noVerify &&
-      !verifyCompiledPlan(diag, unit.program->loc, *output.plan, output.sourceMap.get(), o.deviceLimits)) {
-    explainFailedVerification(diag, r.program->ir(), unit.program->loc); // compile() left the IR as elaborated
-    return false;
-  }
-  return true;
+  };
+  return so;
 }
 
 /// A std::streambuf that forwards to an llvm::raw_ostream (for streaming the plan to `out`).
@@ -349,52 +196,6 @@ private:
   llvm::raw_ostream &os_;
 };
 
-/// Writes the output; false (reported on `err`) if streaming the plan failed, which
-/// backend::prepareStream rules out for every error it knows of.
-bool writeOutput(Output &output, bool compact, const std::string &sourceMapFile, std::ostream &os,
-                 llvm::raw_ostream &err) {
-  try {
-    if (output.program)
-      backend::streamPlan(output.program->ir(), output.pipeline, os, compact ? -1 : 2, output.sourceMap.get());
-    else if (output.plan)
-      plan::writePlan(os, *output.plan, compact ? -1 : 2);
-    else
-      os << output.text;
-  } catch (const std::exception &e) {
-    os.flush();
-    err << "mscclc: error: " << e.what() << "\n";
-    return false;
-  }
-  os.flush();
-  if (output.sourceMap && !sourceMapFile.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream map(sourceMapFile, ec);
-    if (ec) {
-      err << "mscclc: error: cannot write source map '" << sourceMapFile << "': " << ec.message() << "\n";
-      return false;
-    }
-    output.sourceMap->writeJson(map);
-  }
-  return true;
-}
-
-/// Runs `fn` on a thread whose stack fits --max-call-depth nested fn calls (the interpreter and
-/// the ANTLR parser recurse on the C++ stack): 16 MiB plus 4 KiB per allowed call level.
-void onBigStack(unsigned maxDepth, const std::function<void()> &fn) {
-  unsigned stack = 16u << 20;
-  stack += static_cast<unsigned>(std::min<uint64_t>(maxDepth, kMaxCallDepthLimit) * 4096u);
-  std::exception_ptr failure; // an exception of fn (std::bad_alloc above all) reaches the caller
-  llvm::thread t(llvm::Optional<unsigned>(stack), [&fn, &failure] {
-    try {
-      fn();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  });
-  t.join();
-  if (failure)
-    std::rethrow_exception(failure);
-}
 
 /// Runs `fn`; an allocation that fails becomes a clear error on `err` (false), not an abort.
 bool withinMemory(const std::string &input, llvm::raw_ostream &err, const std::function<void()> &fn) {
@@ -477,112 +278,125 @@ bool splitAssignment(const std::string &s, std::pair<std::string, std::string> &
   return true;
 }
 
-/// Checks the options and derives what the phases need. False after reporting an error.
-bool makeOptions(const MscclcOptions &mo, diag::DiagEngine &diag, Options &o) {
-  o.path.includeDirs = mo.includeDirs;
-  o.path.stdlibDir = mo.stdlibDir.empty() ? elab::defaultStdlibDir() : mo.stdlibDir;
-  o.printAfter = mo.printAfter;
-  o.emit = mo.emit;
-  o.planFormat = mo.planFormat;
-  o.noFusion = mo.noFusion;
-  o.noAutoSync = mo.noAutoSync;
-  o.noVerify = mo.noVerify;
-  o.deviceLimits = mo.target == Target::Mscclpp;
-  o.verifyIrEach = mo.verifyIrEach;
-  o.sourceMapFile = mo.sourceMap;
+
+/// Writes what session `s` compiled: the plan (streamed from the program, or written from the
+/// plan in memory), the legacy plan's text, or the `dumped` AST/IR; then the --source-map file.
+/// False (reported on `err`) if streaming the plan failed, which backend::prepareStream rules
+/// out for every error it knows of.
+bool writeOutput(CompilerSession &s, const std::string &dumped, bool compact, const std::string &sourceMapFile,
+                 std::ostream &os, llvm::raw_ostream &err) {
+  try {
+    if (s.streaming())
+      backend::streamPlan(s.program()->ir(), s.pipeline(), os, compact ? -1 : 2, s.sourceMap());
+    else if (s.plan())
+      plan::writePlan(os, *s.plan(), compact ? -1 : 2);
+    else
+      os << (s.invocation().emit == Emit::Json ? s.legacyPlanText() : dumped);
+  } catch (const std::exception &e) {
+    os.flush();
+    err << "mscclc: error: " << e.what() << "\n";
+    return false;
+  }
+  os.flush();
+  if (s.sourceMap() && !sourceMapFile.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream map(sourceMapFile, ec);
+    if (ec) {
+      err << "mscclc: error: cannot write source map '" << sourceMapFile << "': " << ec.message() << "\n";
+      return false;
+    }
+    s.sourceMap()->writeJson(map);
+  }
+  return true;
+}
+
+/// Writes the compiled output to `out` or the -o file (created only now, after success).
+int emitOutput(CompilerSession &s, const std::string &dumped, const MscclcOptions &mo, llvm::raw_ostream &out,
+               llvm::raw_ostream &err) {
+  // The plan is streamed (never built as one string).
+  if (mo.output.empty() || mo.output == "-") {
+    RawStreamBuf buf(out);
+    std::ostream os(&buf);
+    bool written = writeOutput(s, dumped, mo.compact, mo.sourceMap, os, err);
+    out.flush();
+    return written ? 0 : 1;
+  }
+  std::ofstream file(mo.output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    s.diag().report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, std::strerror(errno)});
+    return 1;
+  }
+  bool written = writeOutput(s, dumped, mo.compact, mo.sourceMap, file, err);
+  file.close();
+  if (!written)
+    return 1;
+  if (!file) {
+    s.diag().report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, "write failed"});
+    return 1;
+  }
+  return 0;
+}
+
+/// `s` when it is a decimal number in uint32_t's range written as std::to_string writes it (no
+/// sign, no leading zero, no suffix), else nullopt.
+std::optional<uint32_t> canonicalUint32(const std::string &s) {
+  if (s.empty() || s.size() > 10 || (s.size() > 1 && s[0] == '0') ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const uint64_t v = std::stoull(s);
+  if (v > UINT32_MAX)
+    return std::nullopt;
+  return static_cast<uint32_t>(v);
+}
+
+/// toInvocation's checks, reporting through `diag`.
+bool convertOptions(const MscclcOptions &mo, diag::DiagEngine &diag, CompilerInvocation &inv) {
   if (!mo.sourceMap.empty() && mo.emit != Emit::Json) {
     diag.report(llvm::SMLoc(), DiagId::err_bad_argument, {"--source-map", "only with --emit=json"});
     return false;
   }
-  for (auto &p : o.printAfter)
-    if (p != "all" && !passes::isPassName(p)) {
-      std::vector<std::string> names{"all"};
-      for (auto n : passes::passNames())
-        names.emplace_back(n);
-      diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
-                  {"--print-after=" + p, "unknown pass" + diag::didYouMean(p, names)});
-      return false;
-    }
-  if (mo.maxCallDepth > kMaxCallDepthLimit) {
-    diag.report(llvm::SMLoc(), DiagId::err_bad_argument,
-                {"--max-call-depth=" + std::to_string(mo.maxCallDepth), "at most " + std::to_string(kMaxCallDepthLimit)});
+  inv.input = mo.input;
+  inv.skipUnknownDefines = mo.skipUnknownDefines;
+  inv.includeDirs = mo.includeDirs;
+  inv.stdlibDir = mo.stdlibDir;
+  inv.emit = mo.emit;
+  inv.planFormat = mo.planFormat;
+  inv.target = mo.target;
+  inv.printAfter = mo.printAfter;
+  inv.noFusion = mo.noFusion;
+  inv.noAutoSync = mo.noAutoSync;
+  inv.noVerify = mo.noVerify;
+  inv.verifyIrEach = mo.verifyIrEach;
+  inv.sourceMap = !mo.sourceMap.empty();
+  inv.maxLoopIterations = mo.maxLoopIterations;
+  inv.maxCallDepth = mo.maxCallDepth;
+  inv.maxPlanSize = mo.maxPlanSize;
+  if (!checkInvocation(inv, diag))
     return false;
+  if (!splitDefines(mo.defines, inv.defines, diag.stream()))
+    return false;
+  // --instances=N in decimal is typed; any other text goes to the elaborator as written (ahead
+  // of --protocol, as given), which reports it as today: after the program loaded and checked.
+  const std::optional<uint32_t> instances = canonicalUint32(mo.instances);
+  const bool instancesAsWritten = !instances && !mo.instances.empty();
+  inv.instances = instances;
+  if (instancesAsWritten)
+    inv.optionOverrides.push_back({"instances", mo.instances});
+  if (!mo.protocol.empty()) {
+    if (instancesAsWritten)
+      inv.optionOverrides.push_back({"protocol", mo.protocol});
+    else
+      inv.protocol = mo.protocol;
   }
-  o.elab.maxLoopIterations = mo.maxLoopIterations;
-  o.elab.maxCallDepth = mo.maxCallDepth;
-  o.elab.maxPlanSize = mo.maxPlanSize;
-  o.elab.skipUnknownDefines = mo.skipUnknownDefines;
-  for (auto &d : mo.defines) {
-    std::pair<std::string, std::string> kv;
-    if (!splitAssignment(d, kv)) {
-      diag.report(llvm::SMLoc(), DiagId::err_bad_define, {d});
-      return false;
-    }
-    o.elab.defines.push_back(kv);
-  }
-  if (!mo.instances.empty())
-    o.elab.optionOverrides.push_back({"instances", mo.instances});
-  if (!mo.protocol.empty())
-    o.elab.optionOverrides.push_back({"protocol", mo.protocol});
   for (auto &ov : mo.optionOverrides) {
     std::pair<std::string, std::string> kv;
     if (!splitAssignment(ov, kv)) {
       diag.report(llvm::SMLoc(), DiagId::err_bad_option_override, {ov, "expected NAME=VALUE"});
       return false;
     }
-    o.elab.optionOverrides.push_back(kv);
+    inv.optionOverrides.push_back(kv);
   }
   return true;
-}
-
-/// The input text: stdin for `-`, stdlib/NAME.msccl for `stdlib:NAME` (an unknown NAME is
-/// reported with the closest stdlib name), else the file. Null after reporting an error.
-std::unique_ptr<llvm::MemoryBuffer> loadInput(const std::string &name, const std::string &stdlibDir, std::istream &in,
-                                              diag::DiagEngine &diag) {
-  if (name == "-") {
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return llvm::MemoryBuffer::getMemBufferCopy(text, "<stdin>");
-  }
-  std::string file = name;
-  if (llvm::StringRef(name).startswith("stdlib:")) {
-    std::string prog = name.substr(7);
-    llvm::SmallString<256> p(stdlibDir);
-    llvm::sys::path::append(p, prog + ".msccl");
-    file = std::string(p);
-    if (!llvm::sys::fs::is_regular_file(file)) {
-      diag.report(llvm::SMLoc(), DiagId::err_unknown_stdlib,
-                  {prog, file, diag::didYouMean(prog, stdlibProgramNames(stdlibDir))});
-      return nullptr;
-    }
-  }
-  return elab::readSourceFile(file, diag, llvm::SMLoc());
-}
-
-/// Writes the compiled output to `out` or the -o file (created only now, after success).
-int emitOutput(Output &output, const MscclcOptions &mo, diag::DiagEngine &diag, llvm::raw_ostream &out,
-               llvm::raw_ostream &err) {
-  // The plan is streamed (never built as one string).
-  if (mo.output.empty() || mo.output == "-") {
-    RawStreamBuf buf(out);
-    std::ostream os(&buf);
-    bool written = writeOutput(output, mo.compact, mo.sourceMap, os, err);
-    out.flush();
-    return written ? 0 : 1;
-  }
-  std::ofstream file(mo.output, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, std::strerror(errno)});
-    return 1;
-  }
-  bool written = writeOutput(output, mo.compact, mo.sourceMap, file, err);
-  file.close();
-  if (!written)
-    return 1;
-  if (!file) {
-    diag.report(llvm::SMLoc(), DiagId::err_cannot_write_output, {mo.output, "write failed"});
-    return 1;
-  }
-  return 0;
 }
 
 } // namespace
@@ -592,6 +406,30 @@ std::vector<std::string> stdlibProgramNames(const std::string &stdlibDir) {
   for (auto &row : scanStdlib(stdlibDir))
     names.push_back(row.first);
   return names;
+}
+
+bool splitDefines(const std::vector<std::string> &args, std::vector<std::pair<std::string, std::string>> &defines,
+                  llvm::raw_ostream &err) {
+  llvm::SourceMgr sm; // the error has no location
+  diag::DiagEngine diag(sm, err);
+  for (auto &d : args) {
+    std::pair<std::string, std::string> kv;
+    if (!splitAssignment(d, kv)) {
+      diag.report(llvm::SMLoc(), DiagId::err_bad_define, {d});
+      return false;
+    }
+    defines.push_back(kv);
+  }
+  return true;
+}
+
+std::optional<CompilerInvocation> toInvocation(const MscclcOptions &mo, llvm::raw_ostream &err) {
+  llvm::SourceMgr sm; // the errors have no location
+  diag::DiagEngine diag(sm, err);
+  CompilerInvocation inv;
+  if (!convertOptions(mo, diag, inv))
+    return std::nullopt;
+  return inv;
 }
 
 int parseMscclcCommandLine(int argc, const char *const *argv, MscclcOptions &options, llvm::raw_ostream &out,
@@ -617,42 +455,43 @@ int parseMscclcCommandLine(int argc, const char *const *argv, MscclcOptions &opt
   return -1;
 }
 
+
 int runMscclc(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err) {
-  llvm::SourceMgr sm;
-  diag::DiagEngine diag(sm, err);
-  Options o;
-  if (!makeOptions(mo, diag, o))
+  std::optional<CompilerInvocation> inv = toInvocation(mo, err);
+  if (!inv)
     return 1;
+  llvm::SourceMgr sm; // for what is reported before a session (location-less)
+  diag::DiagEngine diag(sm, err);
   if (mo.listStdlib)
-    return listStdlibPrograms(o.path.stdlibDir, out, diag);
+    return listStdlibPrograms(inv->stdlibDirOrDefault(), out, diag);
   if (mo.input.empty()) {
     err << "mscclc: error: no input file (use `-` for stdin; see --help)\n";
     return 1;
   }
-  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
+  std::unique_ptr<llvm::MemoryBuffer> buf = readInput(*inv, in, diag);
   if (!buf)
     return 1;
 
   if (mo.verifyDiagnostics) {
     bool ok = verifyDiagnostics(buf->getBufferIdentifier().str(), buf->getBuffer().str(),
                                 [&](diag::DiagEngine &d, unsigned id) {
-                                  Output ignored;
-                                  std::string printed;
+                                  std::string printed, dumped;
                                   llvm::raw_string_ostream sink(printed);
-                                  onBigStack(mo.maxCallDepth, [&] { compileBuffer(d, id, o, ignored, sink); });
+                                  CompilerSession s(*inv, d, mscclcSession(sink, dumped));
+                                  s.setMainBuffer(id);
+                                  s.run(lastPhase(inv->emit));
                                 },
                                 err);
     return ok ? 0 : 1;
   }
 
-  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
-  Output output;
-  bool ok = false;
+  std::string dumped;
+  CompilerSession s(std::move(*inv), err, mscclcSession(err, dumped));
+  s.setMainBuffer(std::move(buf));
   int rc = 1; // stays 1 unless the compile succeeds and the output is written
   if (!withinMemory(mo.input, err, [&] {
-        onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err); });
-        if (ok)
-          rc = emitOutput(output, mo, diag, out, err);
+        if (s.run(lastPhase(s.invocation().emit)))
+          rc = emitOutput(s, dumped, mo, out, err);
       }))
     return 1;
   return rc;
@@ -666,53 +505,31 @@ int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ost
   return runMscclc(options, in, out, err);
 }
 
-std::optional<plan::Plan> compilePlan(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &err) {
-  llvm::SourceMgr sm;
-  diag::DiagEngine diag(sm, err);
-  Options o;
-  if (!makeOptions(mo, diag, o))
+std::optional<plan::Plan> compilePlan(const CompilerInvocation &inv, std::istream &in, llvm::raw_ostream &err) {
+  SessionOptions so;
+  so.printStream = &err;
+  CompilerSession s(inv, err, so);
+  if (!checkInvocation(inv, s.diag()) || !s.readInput(in))
     return std::nullopt;
-  o.emit = Emit::Json;
-  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
-  if (!buf)
-    return std::nullopt;
-  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
-  Output output;
   bool ok = false;
-  if (!withinMemory(mo.input, err, [&] {
-        onBigStack(mo.maxCallDepth, [&] { ok = compileBuffer(diag, id, o, output, err, /*wantPlan=*/true); });
-      }))
+  if (!withinMemory(inv.input, err, [&] { ok = s.run(Phase::Plan); }) || !ok || !s.plan())
     return std::nullopt;
-  if (!ok || !output.plan)
-    return std::nullopt;
-  return std::move(output.plan);
+  return s.takePlan();
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>>
-compilationSources(const MscclcOptions &mo, std::istream &in, llvm::raw_ostream &err) {
-  llvm::SourceMgr sm;
-  diag::DiagEngine diag(sm, err);
-  Options o;
-  if (!makeOptions(mo, diag, o))
-    return std::nullopt;
-  std::unique_ptr<llvm::MemoryBuffer> buf = loadInput(mo.input, o.path.stdlibDir, in, diag);
-  if (!buf)
-    return std::nullopt;
-  unsigned id = sm.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
-  ast::AstContext ctx;
-  elab::Unit unit;
-  bool ok = false;
-  onBigStack(mo.maxCallDepth, [&] { ok = elab::loadUnit(ctx, diag, id, o.path, unit); });
-  if (!ok)
+compilationSources(const CompilerInvocation &inv, std::istream &in, llvm::raw_ostream &err) {
+  CompilerSession s(inv, err);
+  if (!checkInvocation(inv, s.diag()) || !s.readInput(in) || !s.run(Phase::Load))
     return std::nullopt;
   std::vector<std::pair<std::string, std::string>> files;
   auto add = [&](unsigned buffer) {
-    const llvm::MemoryBuffer *b = sm.getMemoryBuffer(buffer);
+    const llvm::MemoryBuffer *b = s.sourceMgr().getMemoryBuffer(buffer);
     files.emplace_back(b->getBufferIdentifier().str(), b->getBuffer().str());
   };
-  add(id);
-  for (const ast::Module *m : unit.modules)
-    if (m->bufferId != id)
+  add(s.mainBuffer());
+  for (const ast::Module *m : s.unit().modules)
+    if (m->bufferId != s.mainBuffer())
       add(m->bufferId);
   return files;
 }

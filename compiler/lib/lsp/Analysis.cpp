@@ -1,19 +1,15 @@
 //===- Analysis.cpp - One editor buffer through the compiler's phases -------------------===//
 //
-// analyze() runs the phases exactly as mscclc's driver does (loadUnit -> checkUnit ->
-// elaborate -> backend::prepareStream -> extra checks) with the diagnostics engine in capture
-// mode, then walks the checked AST once to index every name occurrence with the resolution the
-// checks phase wrote into it (NameExpr::ref/index, binder slots, Enum.member), so the editor's
-// view of a name is the compiler's.
+// analyze() runs the phases through mscclc's own driver::CompilerSession (Session.h: load ->
+// check -> elaborate -> passes, the phase order written there only), with the diagnostics in
+// capture mode and the extra checks registered on the Analyzer hung on the session's
+// afterPhase (after the passes checked out), then walks the checked AST once to index every
+// name occurrence with the resolution the checks phase wrote into it (NameExpr::ref/index,
+// binder slots, Enum.member), so the editor's view of a name is the compiler's. Errors of the
+// passes are placed as mscclc places them (at the op's .msccl call, with its loop values).
 //
 //===------------------------------------------------------------------------------------===//
-#include "msccl/legacy/LegacyPasses.h"
 #include "msccl/lsp/Analysis.h"
-
-#include "msccl/backend/StreamCompile.h"
-#include "msccl/elab/Check.h"
-#include "msccl/ir/IR.h"
-#include "msccl/plan/PlanJson.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
@@ -514,72 +510,44 @@ size_t tokenEnd(llvm::StringRef buf, size_t offset) {
 
 } // namespace
 
+Analysis::Analysis(std::unique_ptr<driver::CompilerSession> s)
+    : session(std::move(s)), sm(session->sourceMgr()), ctx(session->astContext()), unit(session->unit()) {}
+
+Analysis::~Analysis() = default;
+
 std::unique_ptr<Analysis> Analyzer::analyze(const std::string &path, const std::string &text,
                                             const std::map<std::string, std::string> &overlay) const {
   auto t0 = std::chrono::steady_clock::now();
-  auto a = std::make_unique<Analysis>();
+  driver::CompilerInvocation inv;
+  inv.defines = opts_.defines;
+  inv.includeDirs = opts_.path.includeDirs;
+  inv.stdlibDir = opts_.path.stdlibDir;
+  inv.overlay = overlay; // the open documents (the workspace's path has none of its own)
+  inv.maxLoopIterations = opts_.maxLoopIterations;
+  inv.maxCallDepth = std::min(opts_.maxCallDepth, driver::kMaxCallDepthLimit);
+  // Diagnostics are captured; print(...) goes nowhere; the extra checks run on a program whose
+  // passes checked out.
+  driver::SessionOptions so;
+  so.tool = "msccl-lsp";
+  so.captureDiagnostics = true;
+  so.printStream = &llvm::nulls();
+  so.afterPhase = [this](driver::Phase done, driver::CompilerSession &s) {
+    if (done == driver::Phase::Passes && s.program())
+      for (auto &check : checks_)
+        check(s.unit(), *s.program(), s.diag());
+    return true;
+  };
+  auto a = std::make_unique<Analysis>(std::make_unique<driver::CompilerSession>(std::move(inv), llvm::nulls(), so));
   a->path = path;
   a->text = Text(text);
-  a->mainBuffer = a->sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
-  std::string sink;
-  llvm::raw_string_ostream nulls(sink);
-  diag::DiagEngine diag(a->sm, nulls, "msccl-lsp");
-  diag.setCapture(true);
-
-  elab::SearchPath sp = opts_.path;
-  sp.overlay = overlay;
-  if (sp.stdlibDir.empty())
-    sp.stdlibDir = elab::defaultStdlibDir();
-
-  // The phases recurse on the C++ stack (parser, interpreter): run them on a big stack as
-  // mscclc does.
-  auto phases = [&] {
-    bool loaded = elab::loadUnit(a->ctx, diag, a->mainBuffer, sp, a->unit);
-    a->parsed = a->unit.main != nullptr;
-    if (!loaded)
-      return;
-    bool checked = elab::checkUnit(a->unit, diag);
-    if (!checked || !opts_.elaborate)
-      return;
-    elab::ElabOptions eo;
-    eo.defines = opts_.defines;
-    eo.maxLoopIterations = opts_.maxLoopIterations;
-    eo.maxCallDepth = opts_.maxCallDepth;
-    std::string printed;
-    llvm::raw_string_ostream ps(printed);
-    eo.printStream = &ps;
-    elab::ElabResult r = elab::elaborate(a->unit, diag, eo);
-    if (r.legacy) { // the mscclpplang style: its passes report what the Python compiler asserts
-      try {
-        legacy::compileLegacy(*r.legacy);
-      } catch (const legacy::LegacyError &e) {
-        diag.report(a->unit.program ? a->unit.program->loc : llvm::SMLoc(), diag::DiagId::err_pass, {e.what()});
-      }
-      return;
-    }
-    if (!r.program)
-      return;
-    try {
-      backend::prepareStream(r.program->ir());
-    } catch (const ir::DslError &e) {
-      diag.report(a->unit.program ? a->unit.program->loc : llvm::SMLoc(), diag::DiagId::err_pass, {e.what()});
-      return;
-    } catch (const plan::PlanError &e) {
-      diag.report(a->unit.program ? a->unit.program->loc : llvm::SMLoc(), diag::DiagId::err_pass, {e.what()});
-      return;
-    }
-    for (auto &check : checks_)
-      check(a->unit, *r.program, diag);
-  };
-  unsigned stack = (16u << 20) + std::min(opts_.maxCallDepth, 100000u) * 4096u;
-  llvm::thread th(llvm::Optional<unsigned>(stack), [&] {
-    try {
-      phases();
-    } catch (const std::exception &e) {
-      diag.report(llvm::SMLoc(), diag::DiagId::err_pass, {std::string("internal error: ") + e.what()});
-    }
-  });
-  th.join();
+  a->mainBuffer = a->session->setMainBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path));
+  diag::DiagEngine &diag = a->session->diag();
+  try {
+    a->session->run(opts_.elaborate ? driver::Phase::Passes : driver::Phase::Check);
+  } catch (const std::exception &e) {
+    diag.report(llvm::SMLoc(), diag::DiagId::err_pass, {std::string("internal error: ") + e.what()});
+  }
+  a->parsed = a->unit.main != nullptr;
 
   // Diagnostics: locate; notes join the diagnostic they follow; those of imported files are
   // shown at the import that brought the file in, with the real place as the first note.

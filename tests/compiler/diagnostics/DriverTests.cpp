@@ -205,9 +205,9 @@ TEST_CASE("the options struct drives a run without a command line, and runs are 
 }
 
 TEST_CASE("compilePlan returns the plan in memory") {
-  msccl::driver::MscclcOptions o;
+  msccl::driver::CompilerInvocation o;
   o.input = "-";
-  o.defines = {"n=4"};
+  o.defines = {{"n", "4"}};
   o.noVerify = true; // kProgram is a toy, not a correct AllReduce
   std::istringstream in(kProgram);
   std::string err;

@@ -33,13 +33,13 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 Plan compileStdlib(const std::string &name, uint32_t ranks) {
-  driver::MscclcOptions mo;
-  mo.input = "stdlib:" + name;
-  mo.defines = {"ranks=" + std::to_string(ranks)};
+  driver::CompilerInvocation inv;
+  inv.input = "stdlib:" + name;
+  inv.defines = {{"ranks", std::to_string(ranks)}};
   if (name == "alltoall/allpairs")
-    mo.defines.push_back("inplace=false");
+    inv.defines.push_back({"inplace", "false"});
   std::istringstream in;
-  std::optional<Plan> p = driver::compilePlan(mo, in, llvm::errs());
+  std::optional<Plan> p = driver::compilePlan(inv, in, llvm::errs());
   if (!p) {
     std::fprintf(stderr, "cannot compile stdlib:%s\n", name.c_str());
     std::exit(1);

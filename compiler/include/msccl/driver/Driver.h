@@ -1,12 +1,14 @@
 //===- Driver.h - The mscclc command line as a library call -----------------------------===//
 //
 // runMscclc is all of `mscclc`: parseMscclcCommandLine turns argv into MscclcOptions (llvm::cl,
-// with options that exist only for the duration of that call), then runMscclc(options) loads the
-// input (a file, `-` for stdin, or `stdlib:NAME` for stdlib/NAME.msccl), runs parse -> check ->
-// elaborate -> passes -> emit, and writes the result to `-o FILE` or `out`. Diagnostics go to
-// `err`. Calls share no state: two calls in one process see only their own options (tests call
-// the driver in-process; msccl-run compiles `.msccl` inputs through compilePlan).
-// tools/mscclc/main.cpp only forwards argv and the std streams.
+// with options that exist only for the duration of that call), toInvocation turns those into a
+// CompilerInvocation (Session.h) once, reporting bad values, then runMscclc loads the input (a
+// file, `-` for stdin, or `stdlib:NAME` for stdlib/NAME.msccl), compiles it in a CompilerSession
+// (parse -> check -> elaborate -> passes -> plan, the phase order written in Session.cpp only)
+// and writes the result to `-o FILE` or `out`. Diagnostics go to `err`. Calls share no state:
+// two calls in one process see only their own options (tests call the driver in-process;
+// libmsccl, msccl-run, msccl-tune and msccl-synth compile through compilePlan with a typed
+// CompilerInvocation). tools/mscclc/main.cpp only forwards argv and the std streams.
 //
 // Exit codes: 0 success (also --version); 1 any error (bad options, missing input, compile
 // errors, unwritable output, failed --verify-diagnostics). llvm::cl's --help prints and exits 0.
@@ -14,6 +16,7 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "msccl/driver/Session.h"
 #include "msccl/plan/Plan.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -25,19 +28,6 @@
 #include <vector>
 
 namespace msccl::driver {
-
-/// What mscclc writes.
-enum class Emit { Ast, Ir, Json };
-
-/// The JSON plan format mscclc writes: today's MSCCL++ format, or MSCCLPPLang's older one
-/// (msccl/legacy/LegacyPlanFormat.h; programs in the mscclpplang style only).
-enum class PlanFormat { Current, Legacy };
-/// Which executors the plan is for (--target). Mscclpp: MSCCL++'s executor as well as ours, so
-/// its fixed per-threadblock tables bound the plan (64 ops, 16 channels or remote buffers of a
-/// type per threadblock; runtime/PlanValidate.h deviceLimit findings are errors). Msccl: this
-/// project's executors only (CPU, CUDA and its host implementation, MPI), which size their
-/// tables from the plan: those limits are lifted; every other check stays.
-enum class Target { Mscclpp, Msccl };
 
 /// mscclc's command line, parsed. The defaults are those of an empty command line.
 struct MscclcOptions {
@@ -73,23 +63,44 @@ struct MscclcOptions {
 int parseMscclcCommandLine(int argc, const char *const *argv, MscclcOptions &options, llvm::raw_ostream &out,
                            llvm::raw_ostream &err);
 
-/// Runs mscclc with parsed options. `in` is read for input `-`. Returns the exit status.
+/// Runs mscclc with parsed options (converted by toInvocation). `in` is read for input `-`.
+/// Returns the exit status.
 int runMscclc(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err);
 
 /// parseMscclcCommandLine, then runMscclc.
 int runMscclc(int argc, const char *const *argv, std::istream &in, llvm::raw_ostream &out, llvm::raw_ostream &err);
 
-/// Compiles `options.input` (with its -D/-I/pass/option settings; emit, output and the listing
-/// and verifying modes are ignored) to an in-memory plan. Returns nullopt after reporting the
-/// errors on `err` (diagnostics rendered as mscclc renders them).
-std::optional<plan::Plan> compilePlan(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &err);
+/// Splits -D arguments NAME=VALUE at the first `=` and appends them to `defines`. Returns false
+/// after reporting the first without NAME= on `err` as mscclc does (`mscclc: error: bad -D
+/// argument ...`). For tools that take mscclc's -D (msccl-run).
+bool splitDefines(const std::vector<std::string> &args, std::vector<std::pair<std::string, std::string>> &defines,
+                  llvm::raw_ostream &err);
 
-/// The files a compilation of `options.input` reads, with their text, in load order: the main
-/// file first (named as loaded; `<stdin>` for `-`), then each import once. What a cache key
-/// must cover besides the options (libmsccl's compile cache). Returns nullopt after reporting on
-/// `err` when the input or an import cannot be loaded or parsed (a compile would fail too).
+/// The compiler invocation of parsed command-line options: -D and --option split at `=`,
+/// --instances typed when it is a decimal number in uint32_t's range and --protocol as given
+/// (any other --instances text is passed on, with --protocol behind it, as option overrides in
+/// command-line order, which elaboration reports as it reports every bad override value, after
+/// the program loaded and checked), then the checks of checkInvocation. Returns nullopt after
+/// reporting the first bad value on `err` as mscclc does (`mscclc: error: ...`): --source-map
+/// without --emit=json, an unknown --print-after pass, a --max-call-depth over
+/// kMaxCallDepthLimit, a -D or --option without NAME=. The fields output, listStdlib,
+/// verifyDiagnostics and compact are not the invocation's (runMscclc reads them).
+std::optional<CompilerInvocation> toInvocation(const MscclcOptions &options, llvm::raw_ostream &err);
+
+/// Compiles `invocation.input` (`in` is read for `-`) to a plan in memory: the phases up to
+/// Phase::Plan in a CompilerSession (emit is ignored; an mscclpplang-style program's plan is
+/// converted to today's format). print(...) and --print-after write to `err`. Returns nullopt
+/// after reporting the errors on `err` (diagnostics rendered as mscclc renders them; an
+/// allocation failure as mscclc's `out of memory compiling ...`).
+std::optional<plan::Plan> compilePlan(const CompilerInvocation &invocation, std::istream &in, llvm::raw_ostream &err);
+
+/// The files a compilation of `invocation.input` reads, with their text, in load order: the main
+/// file first (named as loaded; `<stdin>` for `-`), then each import once (Phase::Load only).
+/// What a cache key must cover besides the options (libmsccl's compile cache). Returns nullopt
+/// after reporting on `err` when the input or an import cannot be loaded or parsed (a compile
+/// would fail too).
 std::optional<std::vector<std::pair<std::string, std::string>>>
-compilationSources(const MscclcOptions &options, std::istream &in, llvm::raw_ostream &err);
+compilationSources(const CompilerInvocation &invocation, std::istream &in, llvm::raw_ostream &err);
 
 /// The names `stdlib:NAME` accepts (NAME relative to `stdlibDir` without `.msccl`, e.g.
 /// "allreduce/ring"), sorted; only files that define a program.

@@ -7,8 +7,9 @@
 // every name occurrence the checks phase resolved (what it is, where it is defined), used by the
 // language server (Server.h) for hover, go to definition, references, semantic tokens and
 // completion. The AST, SourceMgr and index stay alive together inside the Analysis.
-// Guarantees: never throws on any text; elaboration is bounded by ElabOptions' loop and depth
-// limits and runs on a thread with a large stack (like mscclc).
+// Guarantees: never throws on any text; the phases are mscclc's, run by the same
+// driver::CompilerSession (Session.h), so elaboration is bounded by the same loop and depth
+// limits and runs on a thread with a large stack.
 // Positions: LSP positions are (line, UTF-16 code unit), 0-based; offsets are byte offsets into
 // the document's text.
 //
@@ -16,6 +17,7 @@
 #pragma once
 
 #include "msccl/diag/Diagnostics.h"
+#include "msccl/driver/Session.h"
 #include "msccl/elab/Builtins.h"
 #include "msccl/elab/Elaborate.h"
 #include "msccl/elab/Loader.h"
@@ -110,11 +112,19 @@ using ExtraCheck = std::function<void(const elab::Unit &, const ir::Program &, d
 
 /// The result of analysing one document.
 struct Analysis {
+  /// Takes the compiler session that analysed the document: it owns the SourceMgr, the AST and
+  /// the unit below, which the index points into.
+  explicit Analysis(std::unique_ptr<driver::CompilerSession> s);
+  ~Analysis();
+  Analysis(const Analysis &) = delete;
+  Analysis &operator=(const Analysis &) = delete;
+
+  std::unique_ptr<driver::CompilerSession> session;
   std::string path;        ///< file path of the document (the main buffer's identifier)
   Text text;               ///< the analysed text
-  llvm::SourceMgr sm;
-  ast::AstContext ctx;
-  elab::Unit unit;
+  llvm::SourceMgr &sm;     ///< session->sourceMgr()
+  ast::AstContext &ctx;    ///< session->astContext()
+  elab::Unit &unit;        ///< session->unit()
   unsigned mainBuffer = 0;
   bool parsed = false;     ///< the main module parsed (the index is meaningful)
   std::vector<LocatedDiag> diagnostics;
