@@ -29,6 +29,7 @@
 
 #include "Shim.h"
 #include "msccl/msccl.hpp"
+#include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Communicator.h"
 
 #include <dlfcn.h>
@@ -223,18 +224,23 @@ const char *typeName(ncclDataType_t t) {
 
 
 /// One collective call, as the registry and the executor see it.
+using Kind = msccl::runtime::CollectiveKind;
+
+/// One collective call. Its NCCL name, registry name and whether it reduces come from the
+/// collectives table (Collectives.def).
 struct Call {
-  const char *api;        // "ncclAllReduce"
-  const char *collective; // registry's name
+  msccl::runtime::CollectiveKind kind;
   const void *send;
   void *recv;
   size_t sendBytes, recvBytes, messageBytes;
   bool inPlace;
   ncclDataType_t type;
-  bool reduces;
   ncclRedOp_t op;
   cudaStream_t stream;
   int root = 0; // ncclBroadcast / ncclReduce: the root-0 plan runs renamed (msccl::rootedPlan)
+  const char *api() const { return msccl::runtime::ncclEntryPoint(kind).data(); } // "ncclAllReduce"
+  std::string collective() const { return std::string(msccl::runtime::collectiveName(kind)); }
+  bool reduces() const { return msccl::runtime::collectiveReduces(kind) == msccl::runtime::Reduces::Yes; }
 };
 
 /// `plan` for root `root` (itself for root 0), made once per communicator, plan and root: the
@@ -265,20 +271,20 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
   if (!dataType(call.type, dt, es)) {
     // A collective that only moves data moves bytes: int64, uint64, float64 and fp8 as bytes
     // (PyTorch all-gathers int64 sizes, broadcasts float64 buffers).
-    if (call.reduces || elementBytes(call.type) == 0) {
+    if (call.reduces() || elementBytes(call.type) == 0) {
       why = std::string("element type ") + typeName(call.type) + " has no plan executor" +
-            (call.reduces ? " for reductions" : "");
+            (call.reduces() ? " for reductions" : "");
       return false;
     }
     dt = msccl::plan::DataType::UInt8;
     es = 1;
   }
-  if (call.reduces && call.type == ncclInt8) {
+  if (call.reduces() && call.type == ncclInt8) {
     why = "int8 reductions have no plan executor";
     return false;
   }
   PlannedOp po;
-  if (call.reduces && !plannedOp(c, call.op, call.type, po, why))
+  if (call.reduces() && !plannedOp(c, call.op, call.type, po, why))
     return false;
   const msccl::plan::ReduceOp ro = po.reduce;
   std::string regError;
@@ -287,7 +293,7 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     why = regError;
     return false;
   }
-  msccl::SelectRequest req = c.comm->request(call.collective, call.messageBytes, call.inPlace);
+  msccl::SelectRequest req = c.comm->request(call.collective(), call.messageBytes, call.inPlace);
   const msccl::RegisteredPlan *plan = nullptr;
   try {
     plan = reg->select(req);
@@ -300,13 +306,13 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     return false;
   }
   if (call.root < 0 || call.root >= c.size) {
-    rc = failWith(&c, ncclInvalidArgument, std::string(call.api) + ": root " + std::to_string(call.root) +
+    rc = failWith(&c, ncclInvalidArgument, std::string(call.api()) + ": root " + std::to_string(call.root) +
                                                " is not a rank of this communicator of " + std::to_string(c.size));
     return true;
   }
   const void *send = call.send;
   void *recv = call.recv;
-  if (std::strcmp(call.collective, "reduce") == 0 && c.rank != call.root) {
+  if (call.kind == Kind::Reduce && c.rank != call.root) {
     // NCCL's recvbuff is the root's alone (null elsewhere is fine) and a non-root rank's buffer
     // stays as it was: the plan's output there goes to a buffer of ours (host memory, which the
     // CUDA backend copies to as well). In place, the input is copied there first.
@@ -322,7 +328,7 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     const msccl::PlanPtr &toRun = rootedFor(c, plan->plan, call.root);
     c.executor->execute(c.rank, send, recv, call.sendBytes, call.recvBytes, dt, ro, toRun,
                         reinterpret_cast<void *>(call.stream));
-    if (po.after != PlannedOp::After::Nothing && (std::strcmp(call.collective, "reduce") != 0 || c.rank == call.root)) {
+    if (po.after != PlannedOp::After::Nothing && (call.kind != Kind::Reduce || c.rank == call.root)) {
       if (c.hostBuffers) {
         applyAfter(po, call.recv, call.recvBytes / es, dt, c.size);
       } else { // device memory: scaled in a host copy, once the call's stream has run the plan
@@ -340,7 +346,7 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
       return false;
     }
     rc = failWith(&c, e.code() == msccl::ErrorCode::InvalidArgument ? ncclInvalidArgument : ncclInternalError,
-                  std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+                  std::string(call.api()) + " with plan " + plan->info.name + ": " + e.what());
     // A plan that timed out or failed while running (not a bad argument) is the communicator's
     // asynchronous error, as PyTorch's watchdog polls it with ncclCommGetAsyncError.
     if (e.code() != msccl::ErrorCode::InvalidArgument)
@@ -348,11 +354,11 @@ bool runPlanned(Comm &c, const Call &call, std::string &why, ncclResult_t &rc) {
     return true;
   } catch (const std::exception &e) {
     rc = c.asyncError =
-        failWith(&c, ncclInternalError, std::string(call.api) + " with plan " + plan->info.name + ": " + e.what());
+        failWith(&c, ncclInternalError, std::string(call.api()) + " with plan " + plan->info.name + ": " + e.what());
     return true;
   }
   if (infoLogging())
-    logLine("rank %d: %s %zu bytes %s%s: plan %s (%s)", c.rank, call.api, call.messageBytes, typeName(call.type),
+    logLine("rank %d: %s %zu bytes %s%s: plan %s (%s)", c.rank, call.api(), call.messageBytes, typeName(call.type),
             call.inPlace ? " in-place" : "", plan->info.name.c_str(), plan->info.source.c_str());
   return true;
 }
@@ -605,10 +611,10 @@ namespace {
 template <class F> ncclResult_t dispatch(ncclComm_t comm, const Call &call, F forward) {
   Comm *c = ours(comm);
   if (!c)
-    return failWith(nullptr, ncclInvalidArgument, std::string(call.api) + ": not a communicator");
+    return failWith(nullptr, ncclInvalidArgument, std::string(call.api()) + ": not a communicator");
   if (call.messageBytes == 0) { // count 0: nothing to do on any rank (NCCL returns at once too)
     if (infoLogging())
-      logLine("rank %d: %s 0 bytes: nothing to do", c->rank, call.api);
+      logLine("rank %d: %s 0 bytes: nothing to do", c->rank, call.api());
     return ncclSuccess;
   }
   std::string why;
@@ -616,8 +622,8 @@ template <class F> ncclResult_t dispatch(ncclComm_t comm, const Call &call, F fo
   if (runPlanned(*c, call, why, rc))
     return rc;
   if (!c->real)
-    return noRealNccl(c, call.api, why);
-  logFallback(c, call.api, call.messageBytes, why);
+    return noRealNccl(c, call.api(), why);
+  logFallback(c, call.api(), call.messageBytes, why);
   return forward(c->real);
 }
 
@@ -629,8 +635,7 @@ MSCCL_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, si
                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
-  Call call{"ncclAllReduce", "allreduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
-            datatype, true, op, stream};
+  Call call{Kind::AllReduce, sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype, op, stream};
   return nowOrAtGroupEnd("ncclAllReduce", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclAllReduce)>("ncclAllReduce")(sendbuff, recvbuff, count, datatype, realOp(op), r, stream);
@@ -644,8 +649,7 @@ MSCCL_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, si
   const size_t es = elementBytes(datatype);
   size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, in = sendcount * es;
   bool inPlace = static_cast<const char *>(sendbuff) == static_cast<const char *>(recvbuff) + rank * in;
-  Call call{"ncclAllGather", "allgather", sendbuff, recvbuff, in, in * n, in * n, inPlace, datatype, false, ncclSum,
-            stream};
+  Call call{Kind::AllGather, sendbuff, recvbuff, in, in * n, in * n, inPlace, datatype, ncclSum, stream};
   return nowOrAtGroupEnd("ncclAllGather", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclAllGather)>("ncclAllGather")(sendbuff, recvbuff, sendcount, datatype, r, stream);
@@ -660,8 +664,7 @@ MSCCL_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff
   const size_t es = elementBytes(datatype);
   size_t n = c ? size_t(c->size) : 1, rank = c ? size_t(c->rank) : 0, out = recvcount * es;
   bool inPlace = static_cast<const char *>(recvbuff) == static_cast<const char *>(sendbuff) + rank * out;
-  Call call{"ncclReduceScatter", "reducescatter", sendbuff, recvbuff, out * n, out, out * n, inPlace, datatype, true,
-            op, stream};
+  Call call{Kind::ReduceScatter, sendbuff, recvbuff, out * n, out, out * n, inPlace, datatype, op, stream};
   return nowOrAtGroupEnd("ncclReduceScatter", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclReduceScatter)>("ncclReduceScatter")(sendbuff, recvbuff, recvcount, datatype, realOp(op), r,
@@ -675,8 +678,7 @@ MSCCL_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, siz
   Comm *c = ours(comm);
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es * (c ? size_t(c->size) : 1);
-  Call call{"ncclAlltoAll", "alltoall", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype,
-            false, ncclSum, stream};
+  Call call{Kind::AllToAll, sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype, ncclSum, stream};
   return nowOrAtGroupEnd("ncclAlltoAll", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclAlltoAll)>("ncclAlltoAll")(sendbuff, recvbuff, count, datatype, r, stream);
@@ -688,8 +690,8 @@ MSCCL_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, si
                                         int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
-  Call call{"ncclBroadcast", "broadcast", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
-            datatype, false, ncclSum, stream, root};
+  Call call{Kind::Broadcast, sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype, ncclSum, stream,
+            root};
   return nowOrAtGroupEnd("ncclBroadcast", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclBroadcast)>("ncclBroadcast")(sendbuff, recvbuff, count, datatype, root, r, stream);
@@ -706,8 +708,7 @@ MSCCL_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t es = elementBytes(datatype);
   size_t bytes = count * es;
-  Call call{"ncclReduce", "reduce", sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff,
-            datatype, true, op, stream, root};
+  Call call{Kind::Reduce, sendbuff, recvbuff, bytes, bytes, bytes, sendbuff == recvbuff, datatype, op, stream, root};
   return nowOrAtGroupEnd("ncclReduce", [=] {
     return dispatch(comm, call, [=](ncclComm_t r) {
       return real<decltype(&ncclReduce)>("ncclReduce")(sendbuff, recvbuff, count, datatype, realOp(op), root, r, stream);

@@ -126,3 +126,64 @@ TEST_CASE("the collectives table: names, reductions, bus bandwidth", "[collectiv
   CHECK(busBandwidthFactor(CollectiveKind::SendRecv, 8) == 1);
   CHECK(busBandwidthFactor(CollectiveKind::AllReduce, 0) == 1);
 }
+
+TEST_CASE("the collectives table defines each output element as the collective does", "[collective]") {
+  // The definitions written out (nccl-tests'), against outputSource's rows and runs.
+  struct Want {
+    bool defined, all;
+    uint32_t rank;
+    uint64_t index;
+  };
+  auto want = [](CollectiveKind k, uint32_t n, uint32_t r, uint64_t in, uint64_t out, uint64_t u) -> Want {
+    switch (k) {
+    case CollectiveKind::AllReduce: return {true, true, 0, u};
+    case CollectiveKind::ReduceScatter: return {true, true, 0, uint64_t(r) * out + u};
+    case CollectiveKind::AllGather: return {true, false, uint32_t(u / in), u % in};
+    case CollectiveKind::AllToAll: return {true, false, uint32_t(u / (out / n)), uint64_t(r) * (out / n) + u % (out / n)};
+    case CollectiveKind::SendRecv: return {true, false, (r + n - 1) % n, u};
+    case CollectiveKind::Broadcast: return {true, false, 0, u};
+    case CollectiveKind::Reduce: return {r == 0, true, 0, u};
+    case CollectiveKind::Other: break;
+    }
+    return {false, false, 0, 0};
+  };
+  for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                           CollectiveKind::AllToAll, CollectiveKind::SendRecv, CollectiveKind::Broadcast,
+                           CollectiveKind::Reduce, CollectiveKind::Other})
+    for (uint32_t n : {1u, 2u, 3u, 4u}) {
+      const uint64_t block = 3;
+      uint64_t in = block * n, out = block * n;
+      if (k == CollectiveKind::AllGather) in = block;
+      if (k == CollectiveKind::ReduceScatter) out = block;
+      INFO(collectiveName(k) << " on " << n << " ranks, in " << in << ", out " << out);
+      CHECK(outputShapeFits(k, n, in, out));
+      if (k == CollectiveKind::AllGather || k == CollectiveKind::ReduceScatter)
+        CHECK_FALSE(outputShapeFits(k, n, in + 1, out));
+      for (uint32_t r = 0; r < n; ++r) {
+        CHECK(outputDefinedOn(k, r) == want(k, n, r, in, out, 0).defined);
+        for (uint64_t u = 0; u < out; ++u) {
+          const Want w = want(k, n, r, in, out, u);
+          const OutputSource s = outputSource(k, n, r, in, out, u);
+          REQUIRE((s.from != OutputSource::From::Undefined) == w.defined);
+          if (!w.defined)
+            continue;
+          CHECK((s.from == OutputSource::From::AllRanks) == w.all);
+          CHECK(s.index == w.index);
+          if (!w.all)
+            CHECK(s.rank == w.rank);
+          REQUIRE(s.run >= 1);
+          REQUIRE(u + s.run <= out);
+          for (uint64_t j = 1; j < s.run; ++j) { // a run: same source, index advancing by one
+            const Want v = want(k, n, r, in, out, u + j);
+            CHECK(v.index == w.index + j);
+            CHECK(v.rank == w.rank);
+          }
+        }
+      }
+    }
+  CHECK(outputSameForAllRanks(CollectiveKind::AllGather));
+  CHECK_FALSE(outputSameForAllRanks(CollectiveKind::ReduceScatter));
+  CHECK(ncclEntryPoint(CollectiveKind::AllReduce) == "ncclAllReduce");
+  CHECK(ncclEntryPoint(CollectiveKind::AllToAll) == "ncclAlltoAll");
+  CHECK(ncclEntryPoint(CollectiveKind::SendRecv).empty());
+}

@@ -21,6 +21,7 @@ using namespace msccl::plan;
 namespace {
 enum class BusBw : uint8_t { TwoNm1OverN, Nm1OverN, One };
 enum class Traffic : uint8_t { RsAg, Gather, Scatter, Exchange, Whole, Unknown };
+enum class Output : uint8_t { SumAll, SumBlock, Gather, Transpose, FromPrev, FromRoot, RootSum, Unknown };
 struct CollectiveRow {
   CollectiveKind kind;
   std::string_view name;
@@ -29,9 +30,12 @@ struct CollectiveRow {
   Blocks in, out;
   InPlace inPlace;
   Traffic traffic;
+  Output output;
+  std::string_view nccl;
 };
 constexpr CollectiveRow kCollectives[] = {
-#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T) {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P, Traffic::T},
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T, Out, Nccl)                                                  \
+  {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P, Traffic::T, Output::Out, Nccl},
 #include "msccl/runtime/Collectives.def"
 };
 const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
@@ -119,6 +123,55 @@ std::string_view inPlaceRule(CollectiveKind kind) {
   }
   return "send == recv";
 }
+
+OutputSource outputSource(CollectiveKind kind, uint32_t n, uint32_t rank, uint64_t in, uint64_t out, uint64_t u) {
+  OutputSource s;
+  auto one = [&](uint32_t from, uint64_t index, uint64_t run) {
+    s.from = OutputSource::From::OneRank, s.rank = from, s.index = index, s.run = std::max<uint64_t>(run, 1);
+    return s;
+  };
+  auto all = [&](uint64_t index) {
+    s.from = OutputSource::From::AllRanks, s.index = index, s.run = std::max<uint64_t>(out - u, 1);
+    return s;
+  };
+  switch (row(kind).output) {
+  case Output::SumAll: return all(u);
+  case Output::SumBlock: return all(uint64_t(rank) * out + u);
+  case Output::Gather: return in == 0 ? s : one(uint32_t(u / in), u % in, in - u % in);
+  case Output::Transpose: {
+    const uint64_t block = n ? out / n : 0;
+    return block == 0 ? s : one(uint32_t(u / block), uint64_t(rank) * block + u % block, block - u % block);
+  }
+  case Output::FromPrev: return one(n ? (rank + n - 1) % n : 0, u, out - u);
+  case Output::FromRoot: return one(0, u, out - u);
+  case Output::RootSum: return rank == 0 ? all(u) : s;
+  case Output::Unknown: break;
+  }
+  return s;
+}
+
+bool outputShapeFits(CollectiveKind kind, uint32_t n, uint64_t in, uint64_t out, uint64_t align) {
+  switch (row(kind).output) {
+  case Output::Gather: return in > 0 && out == in * n;
+  case Output::SumBlock: return in == out * n;
+  case Output::Transpose: return in == out && out % (uint64_t(n) * std::max<uint64_t>(align, 1)) == 0;
+  case Output::SumAll: case Output::FromPrev: case Output::FromRoot: case Output::RootSum: return in == out;
+  case Output::Unknown: break;
+  }
+  return true;
+}
+
+bool outputDefinedOn(CollectiveKind kind, uint32_t rank) {
+  const Output o = row(kind).output;
+  return o != Output::Unknown && (o != Output::RootSum || rank == 0);
+}
+
+bool outputSameForAllRanks(CollectiveKind kind) {
+  const Output o = row(kind).output;
+  return o == Output::SumAll || o == Output::Gather || o == Output::FromRoot;
+}
+
+std::string_view ncclEntryPoint(CollectiveKind kind) { return row(kind).nccl; }
 
 double busBandwidthFactor(CollectiveKind kind, uint32_t n) {
   if (n == 0)
@@ -343,32 +396,17 @@ void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count
   auto gen = [&](uint64_t at, uint32_t r, uint64_t index, uint64_t len) {
     residues(res + at, r, index, len, m_, step_.data());
   };
-  switch (kind_) {
-  case CollectiveKind::AllReduce: gen(0, 0, first, count); break;
-  case CollectiveKind::ReduceScatter: gen(0, 0, uint64_t(rank) * outCount_ + first, count); break;
-  case CollectiveKind::SendRecv: gen(0, (rank + n - 1) % n, first, count); break;
-  case CollectiveKind::Broadcast: gen(0, 0, first, count); break;
-  case CollectiveKind::Reduce: gen(0, 0, first, count); break; // the root's; check() skips the others
-  case CollectiveKind::AllGather:
-  case CollectiveKind::AllToAll: {
-    // allgather: element i is input element i % S_in of rank i / S_in; alltoall: element i is
-    // element rank * B + i % B of rank i / B, with B = S_out / n.
-    const uint64_t block = kind_ == CollectiveKind::AllGather ? inCount_ : outCount_ / std::max<uint32_t>(n, 1);
-    for (uint64_t done = 0; done < count;) {
-      uint64_t i = first + done;
-      if (block == 0) { // no element has a source: nothing can be right
-        std::fill(residue_.begin() + int64_t(done), residue_.end(), -1);
-        break;
-      }
-      uint64_t src = i / block, j = i % block;
-      uint64_t len = std::min(count - done, block - j);
-      uint64_t index = kind_ == CollectiveKind::AllGather ? j : uint64_t(rank) * block + j;
-      gen(done, uint32_t(src), index, len);
-      done += len;
+  // Run by run of elements with one source (Collectives.def Output). A reduction over every
+  // rank is a function of rank 0's residue (valueOf_ holds it).
+  for (uint64_t done = 0; done < count;) {
+    const OutputSource src = outputSource(kind_, n, rank, inCount_, outCount_, first + done);
+    if (src.from == OutputSource::From::Undefined) { // no element has a source: nothing can be right
+      std::fill(residue_.begin() + int64_t(done), residue_.end(), -1);
+      break;
     }
-    break;
-  }
-  case CollectiveKind::Other: break;
+    const uint64_t len = std::min(count - done, src.run);
+    gen(done, src.from == OutputSource::From::AllRanks ? 0 : src.rank, src.index, len);
+    done += len;
   }
   const uint64_t es = dataTypeBytes(type_);
   expectedBytes_.resize(count * es);
@@ -387,13 +425,12 @@ void OutputChecker::expectedValues(uint32_t rank, uint64_t first, uint64_t count
 }
 
 void OutputChecker::check(uint32_t rank, uint64_t offset, const void *got, uint64_t bytes) {
-  if (kind_ == CollectiveKind::Other || (kind_ == CollectiveKind::Reduce && rank != 0)) // Reduce: the root's alone
+  if (!outputDefinedOn(kind_, rank)) // Other; Reduce: the root's alone
     return;
   const uint64_t es = dataTypeBytes(type_);
   const uint64_t first = offset / es, count = bytes / es;
   result_.elements += count;
-  const bool sameForAllRanks = kind_ == CollectiveKind::AllReduce || kind_ == CollectiveKind::AllGather ||
-                               kind_ == CollectiveKind::Broadcast;
+  const bool sameForAllRanks = outputSameForAllRanks(kind_);
   if (!haveBlock_ || blockFirst_ != first || blockCount_ != count || (!sameForAllRanks && blockRank_ != rank)) {
     expectedValues(rank, first, count);
     haveBlock_ = true;

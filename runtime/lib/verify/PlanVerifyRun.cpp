@@ -18,45 +18,21 @@ void Verifier::checkPostcondition(uint32_t r) {
   const uint64_t out = rr.outUnits, in = rr.inUnits, iu = inUnitsMax_;
   auto contrib = [&](uint64_t rank, uint64_t unit) { return uint32_t(rank * iu + unit); };
   bool ok;
+  if (out > 0 && !runtime::outputShapeFits(kind_, n_, in, out, U_))
+    goto shape;
+  if (!runtime::outputDefinedOn(kind_, r)) { // Reduce: only the root's output is defined
+    res_.postconditionChecked = true;
+    return;
+  }
   for (uint64_t u = 0; u < out; ++u) {
+    // The definition of output unit u (Collectives.def Output).
+    const runtime::OutputSource src = runtime::outputSource(kind_, n_, r, in, out, u);
     std::vector<uint32_t> exp;
-    switch (kind_) {
-    case CollectiveKind::AllReduce:
-      if (in != out) goto shape;
-      for (uint32_t s = 0; s < n_; ++s) exp.push_back(contrib(s, u));
-      break;
-    case CollectiveKind::AllGather:
-      if (in == 0 || out != in * n_) goto shape;
-      exp.push_back(contrib(u / in, u % in));
-      break;
-    case CollectiveKind::ReduceScatter:
-      if (in != out * n_) goto shape;
-      for (uint32_t s = 0; s < n_; ++s) exp.push_back(contrib(s, uint64_t(r) * out + u));
-      break;
-    case CollectiveKind::AllToAll: {
-      if (in != out || out % (uint64_t(n_) * U_) != 0) goto shape;
-      uint64_t block = out / n_;
-      exp.push_back(contrib(u / block, uint64_t(r) * block + u % block));
-      break;
-    }
-    case CollectiveKind::SendRecv:
-      if (in != out) goto shape;
-      exp.push_back(contrib((r + n_ - 1) % n_, u));
-      break;
-    case CollectiveKind::Broadcast:
-      if (in != out) goto shape;
-      exp.push_back(contrib(0, u));
-      break;
-    case CollectiveKind::Reduce:
-      if (in != out) goto shape;
-      if (r != 0) { // only the root's output is defined
-        res_.postconditionChecked = true;
-        return;
-      }
-      for (uint32_t s = 0; s < n_; ++s) exp.push_back(contrib(s, u));
-      break;
-    case CollectiveKind::Other: return;
-    }
+    if (src.from == runtime::OutputSource::From::AllRanks)
+      for (uint32_t s = 0; s < n_; ++s)
+        exp.push_back(contrib(s, src.index));
+    else
+      exp.push_back(contrib(src.rank, src.index));
     std::sort(exp.begin(), exp.end());
     {
       const uint64_t a = address(r, BufferType::Output, u, rr.launch, ok);

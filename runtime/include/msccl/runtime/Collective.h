@@ -32,7 +32,7 @@ namespace msccl::runtime {
 
 /// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
 enum class CollectiveKind : uint8_t {
-#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace, Traffic) Kind,
+#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace, Traffic, Output, Nccl) Kind,
 #include "msccl/runtime/Collectives.def"
 };
 
@@ -93,6 +93,41 @@ InPlaceLayout inPlaceLayout(CollectiveKind kind, uint32_t rank, uint64_t inputBy
 /// The rule in the API's words: "send == recv + rank * send_bytes", "recv == send + rank *
 /// recv_bytes" or "send == recv".
 std::string_view inPlaceRule(CollectiveKind kind);
+
+/// Where element `u` of a rank's output comes from (Collectives.def Output). `run`: the elements
+/// u, u+1, ..., u+run-1 come from the same source with the index advancing by one (at least 1).
+struct OutputSource {
+  enum class From : uint8_t {
+    Undefined, ///< no end state (Other, Reduce's non-root ranks)
+    AllRanks,  ///< the reduction over every rank of input element `index`
+    OneRank,   ///< input element `index` of rank `rank`
+  } from = From::Undefined;
+  uint32_t rank = 0;
+  uint64_t index = 0;
+  uint64_t run = 1;
+};
+
+/// The source of output element `u` of rank `rank` for `nranks` ranks whose inputs hold
+/// `inCount` and outputs `outCount` elements each (units of the caller's choosing: elements,
+/// or the static verifier's units). Requires outputShapeFits and u < outCount.
+OutputSource outputSource(CollectiveKind kind, uint32_t nranks, uint32_t rank, uint64_t inCount, uint64_t outCount,
+                          uint64_t u);
+
+/// Whether per-rank input and output counts have the shape `kind` defines (AllGather: out =
+/// n * in > 0; ReduceScatter: in = n * out; AllToAll: in = out, a multiple of n * `align`; the
+/// others: in = out). Always true for Other.
+bool outputShapeFits(CollectiveKind kind, uint32_t nranks, uint64_t inCount, uint64_t outCount, uint64_t align = 1);
+
+/// Whether rank `rank`'s output has an end state (false for Other, and for Reduce's non-root
+/// ranks).
+bool outputDefinedOn(CollectiveKind kind, uint32_t rank);
+
+/// Whether every rank's output is the same function of the inputs (AllReduce, AllGather,
+/// Broadcast): a checker may compute it once for all ranks.
+bool outputSameForAllRanks(CollectiveKind kind);
+
+/// NCCL's entry point for `kind` ("ncclAllReduce"), "" where NCCL has none (Collectives.def).
+std::string_view ncclEntryPoint(CollectiveKind kind);
 
 /// Per-rank message sizes in bytes for nccl-tests size S.
 struct MessageSizes {
