@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <iterator>
 
 namespace msccl::driver {
@@ -52,6 +53,26 @@ void reportPassError(diag::DiagEngine &diag, const ir::SourceTable &sources, con
   llvm::SMLoc related = sources.loc(e.related());
   if (related.isValid())
     diag.report(related, DiagId::note_pass_related);
+}
+
+/// Runs `step` (the passes, lowering); false after reporting what it threw: a DSL error at the
+/// .msccl call of its op (reportPassError), a plan error or an IR-verifier finding
+/// (--verify-ir-each, a compiler bug: std::logic_error) at the program.
+bool reportingPassErrors(diag::DiagEngine &diag, const ir::SourceTable &sources, llvm::SMLoc program,
+                         const std::function<void()> &step) {
+  try {
+    step();
+  } catch (const ir::DslError &e) {
+    reportPassError(diag, sources, e, program);
+    return false;
+  } catch (const plan::PlanError &e) {
+    diag.report(program, DiagId::err_pass, {e.what()});
+    return false;
+  } catch (const std::logic_error &e) {
+    diag.report(program, DiagId::err_pass, {e.what()});
+    return false;
+  }
+  return true;
 }
 
 /// Notes for a program whose plan failed verification, from its elaborated IR (computed only
@@ -270,36 +291,16 @@ bool CompilerSession::passesPhase() {
     }
     return true;
   }
-  try {
-    backend::prepareStream(program_->ir(), pipeline_);
-  } catch (const ir::DslError &e) {
-    reportPassError(*diag_, program_->ir().sources, e, loc);
-    return false;
-  } catch (const plan::PlanError &e) {
-    diag_->report(loc, DiagId::err_pass, {e.what()});
-    return false;
-  } catch (const std::logic_error &e) { // the IR verifier (--verify-ir-each): a compiler bug
-    diag_->report(loc, DiagId::err_pass, {e.what()});
-    return false;
-  }
-  return true;
+  return reportingPassErrors(*diag_, program_->ir().sources, loc,
+                             [&] { backend::prepareStream(program_->ir(), pipeline_); });
 }
 
 /// Passes and lowering into the plan, variable sizes, then the checks and the verifier.
 bool CompilerSession::planPhase() {
   const llvm::SMLoc loc = unit_.program->loc;
-  try {
-    plan_ = backend::compile(*program_, pipeline_, sourceMap_.get());
-  } catch (const ir::DslError &e) {
-    reportPassError(*diag_, program_->ir().sources, e, loc);
+  if (!reportingPassErrors(*diag_, program_->ir().sources, loc,
+                           [&] { plan_ = backend::compile(*program_, pipeline_, sourceMap_.get()); }))
     return false;
-  } catch (const plan::PlanError &e) {
-    diag_->report(loc, DiagId::err_pass, {e.what()});
-    return false;
-  } catch (const std::logic_error &e) { // the IR verifier (--verify-ir-each): a compiler bug
-    diag_->report(loc, DiagId::err_pass, {e.what()});
-    return false;
-  }
   if (plan_->variableSizes && !deriveVariableSizes(*diag_, loc, *plan_, sourceMap_.get()))
     return false;
   if (!inv_.noVerify && !verifyCompiledPlan(*diag_, loc, *plan_, sourceMap_.get(), inv_.target == Target::Mscclpp)) {
