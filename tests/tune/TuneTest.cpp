@@ -99,6 +99,29 @@ TEST_CASE("the envelope beats every plan at its defaults and never beats the low
         1.01 * ip.candidates[size_t(ip.winner[0])].seconds[0]);
 }
 
+TEST_CASE("collectives cut per rank are timed at nccl-tests' counts, so rank counts that divide no power of two get winners", "[tune]") {
+  // 6 ranks (as 72 on gb200-nvl72) divide no power of two: nccl-tests times floor(count / ranks)
+  // elements per rank, and so does the tuner; AllReduce's sizes stay as they are.
+  const auto topo = runtime::sim::loadTopology("hgx-h100");
+  for (const char *c : {"allgather", "reducescatter", "alltoall", "allreduce"}) {
+    const Envelope e = tuneCollective(c, false, quickOptions(64 << 10), topo, 6, 6);
+    INFO(c);
+    REQUIRE(e.runSizes.size() == e.sizes.size());
+    checkEnvelope(e); // a winner at every size, no faster than the bound (computed at the run size)
+    for (size_t i = 0; i < e.sizes.size(); ++i) {
+      if (std::string(c) == "allreduce") {
+        CHECK(e.runSizes[i] == e.sizes[i]);
+        continue;
+      }
+      CHECK(e.runSizes[i] % 24 == 0); // 6 ranks x 4-byte float32
+      CHECK(e.runSizes[i] <= e.sizes[i]);
+      CHECK(e.runSizes[i] + 24 > e.sizes[i]);
+      // The winner runs the size a call of that count makes (the registry's test).
+      CHECK(runtime::messageSizesFor(*e.candidates[size_t(e.winner[i])].plan, e.runSizes[i], 4, nullptr).has_value());
+    }
+  }
+}
+
 TEST_CASE("the plan directory: PlanRegistry picks each size's winner", "[tune]") {
   const auto topo = runtime::sim::loadTopology("hgx-h100");
   TuneOptions o = quickOptions(8 << 20);

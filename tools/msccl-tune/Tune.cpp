@@ -275,6 +275,8 @@ void timeCandidate(Candidate &c, const std::vector<uint64_t> &sizes, const TuneO
   const uint64_t elem = plan::dataTypeBytes(dtype);
   const uint64_t window = c.plan ? smallestWindow(*c.plan) : 0; // once, not per size
   for (size_t i = 0; i < sizes.size() && c.plan; ++i) {
+    if (sizes[i] == 0)
+      continue; // fewer bytes than ranks x element: no call of that size
     auto ms = runtime::messageSizesFor(*c.plan, sizes[i], elem, nullptr);
     if (!ms)
       continue;
@@ -316,6 +318,13 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   for (uint64_t s = 1; s <= o.maxBytes && s != 0; s <<= 1)
     if (s >= o.minBytes)
       e.sizes.push_back(s);
+  // nccl-tests' counts (getCollByteCount): a per-rank count of floor(count / ranks) elements.
+  const runtime::BufferBlocks blocks = runtime::collectiveBlocks(runtime::collectiveKind(collective));
+  const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+  const uint64_t quantum =
+      blocks.input == runtime::Blocks::PerRank || blocks.output == runtime::Blocks::PerRank ? uint64_t(ranks) * elem : 1;
+  for (uint64_t s : e.sizes)
+    e.runSizes.push_back(s / quantum * quantum);
   const std::string stdlib = o.stdlibDir;
   e.candidates = candidatesFor(collective, ranks, ranksPerNode, stdlib, o.quick);
   if (o.synth)
@@ -326,14 +335,14 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
     // Measured: one executor, one candidate at a time (they share the device).
     std::unique_ptr<runtime::Executor> measure = runtime::createExecutor(o.backend);
     for (Candidate &c : e.candidates)
-      timeCandidate(c, e.sizes, o, inPlace, topo, measure.get());
+      timeCandidate(c, e.runSizes, o, inPlace, topo, measure.get());
   } else {
     // The model: candidates replay independently, on up to o.jobs threads (each thread takes
     // the next candidate; the result does not depend on the count).
     std::atomic<size_t> next{0};
     auto worker = [&] {
       for (size_t k; (k = next++) < e.candidates.size();)
-        timeCandidate(e.candidates[k], e.sizes, o, inPlace, topo, nullptr);
+        timeCandidate(e.candidates[k], e.runSizes, o, inPlace, topo, nullptr);
     };
     const unsigned jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(e.candidates.size())));
     std::vector<std::thread> pool;
@@ -355,7 +364,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       t.push_back(c.seconds[i]);
     e.winner.push_back(pick(t, any));
     e.bestDefault.push_back(pick(t, defaults));
-    e.bound.push_back(runtime::sim::lowerBound(kind, ranks, topo, e.sizes[i]));
+    e.bound.push_back(runtime::sim::lowerBound(kind, ranks, topo, e.runSizes[i]));
   }
   e.fallback = fallbackOf(e);
   return e;

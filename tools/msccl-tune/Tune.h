@@ -80,6 +80,10 @@ struct Envelope {
   std::string collective;
   bool inPlace = false;
   std::vector<uint64_t> sizes;         ///< powers of two, ascending
+  /// Per size: the size timed, as nccl-tests sizes a call: for a collective whose buffers are
+  /// cut per rank (AllGather, ReduceScatter, AllToAll) rounded down to a multiple of ranks x
+  /// element size (72 ranks divide no power of two), else the size itself.
+  std::vector<uint64_t> runSizes;
   std::vector<Candidate> candidates;   ///< defaults first, then the grid, per algorithm
   std::vector<int> winner;             ///< per size: candidate index, -1 where none runs
   std::vector<int> bestDefault;        ///< per size: the fastest candidate with isDefault

@@ -135,11 +135,16 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
     for (const Candidate &c : e.candidates)
       out << "#   " << (c.plan ? "ok   " : "left ") << c.label() << (c.isDefault ? " (defaults)" : "")
           << (c.plan ? "" : ": " + c.leftOut) << "\n";
+  if (e.runSizes != e.sizes) {
+    const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+    out << "# sizes cut per rank are timed as nccl-tests counts them: S rounded down to a multiple of "
+        << uint64_t(ranks) * elem << " bytes (" << ranks << " ranks x " << elem << ")\n";
+  }
   out << "#        size  plan                                         time(us)  busbw(GB/s)  default(GB/s)  "
          "bound(us)  of bound  bound by\n";
   const double factor = runtime::busBandwidthFactor(runtime::collectiveKind(e.collective), ranks);
   for (size_t i = 0; i < e.sizes.size(); ++i) {
-    const double S = double(e.sizes[i]);
+    const double S = double(e.runSizes[i]);
     const runtime::sim::LowerBound &b = e.bound[i];
     out << std::setw(13) << e.sizes[i] << "  ";
     if (e.winner[i] < 0) {

@@ -27,7 +27,7 @@ namespace {
 double busbw(const Envelope &e, size_t i, double seconds, uint32_t ranks) {
   if (seconds <= 0)
     return 0;
-  return double(e.sizes[i]) / seconds / 1e9 *
+  return double(e.runSizes[i]) / seconds / 1e9 *
          runtime::busBandwidthFactor(runtime::collectiveKind(e.collective), ranks);
 }
 

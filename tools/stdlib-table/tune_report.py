@@ -75,6 +75,7 @@ NOROW = re.compile(r"^\s*(\d+)\s+\(no candidate runs this size\)")
 HEAD = re.compile(r"^# (\w+) (out of place|in place): (\d+) candidates, (\d+) compiled")
 TOPO = re.compile(r"^# msccl-tune: topology (\S+) \((.*)\), (\d+) ranks, (\d+) per node")
 SEARCHED = re.compile(r"^# searched in ([\d.]+) s")
+CUT = re.compile(r"^# sizes cut per rank are timed as nccl-tests counts them: S rounded down to a multiple of (\d+) bytes")
 BUSIEST = re.compile(r"^#\s+(busiest .*)$")
 
 
@@ -120,16 +121,23 @@ def parse_log(text):
         if m:
             out["searched_s"] = float(m.group(1))
             continue
+        m = CUT.match(line)
+        if m and env is not None:  # sizes timed at nccl-tests' counts: a multiple of this
+            env["quantum"] = int(m.group(1))
+            continue
         if env is None or line.startswith("#"):
             continue
         m = NOROW.match(line)
         if m:
-            env["rows"].append({"size": int(m.group(1)), "plan": None})
+            q = env.get("quantum", 1)
+            env["rows"].append({"size": int(m.group(1)), "run_size": int(m.group(1)) // q * q, "plan": None})
             continue
         m = ROW.match(line)
         if not m:
             raise ValueError("cannot parse msccl-tune row: %r" % line)
-        env["rows"].append({"size": int(m.group(1)), "plan": m.group(2), "us": float(m.group(3)),
+        q = env.get("quantum", 1)  # the size msccl-tune timed (nccl-tests' counts)
+        env["rows"].append({"size": int(m.group(1)), "run_size": int(m.group(1)) // q * q, "plan": m.group(2),
+                            "us": float(m.group(3)),
                             "busbw": float(m.group(4)), "default": float(m.group(5)),
                             "bound_us": float(m.group(6)), "of_bound": int(m.group(7)),
                             "bound_by": m.group(8)})
@@ -369,7 +377,7 @@ def explain(args, topology, d, index, v, in_place, ranks):
         if f is None:
             why = "no plan file in the index for this size"
         else:
-            t, why = sim_line(args.msccl_run, topology, os.path.join(d, f), r["size"], in_place)
+            t, why = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place)
             if t is not None and abs(t - r["us"]) > 0.01 * r["us"]:
                 why += " (msccl-run gives %.2f us against the tuner's %.2f us)" % (t, r["us"])
         notes.append("%s (%s; %d%% of the bound at %s): bound set by %s; the plan: %s%s" % (
@@ -456,7 +464,7 @@ def machine_section(args, topology, results, walls, quick):
                     elif last is not None:
                         f = winner_file(index, last["size"], in_place)
                         if f:
-                            _, err = sim_line(args.msccl_run, topology, os.path.join(d, f), r["size"], in_place)
+                            _, err = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place)
                             why = "; %s at %s: %s" % (plan_markdown(last["plan"]), size_text(r["size"]), err)
                         break
                 n = log["ranks"]
