@@ -175,15 +175,19 @@ bool combineData(Op &acc, Op &next) {
 /// the same buffer, size, chunk and channels -> the switch reduce-store (glres).
 /// Beyond the Python DSL: a reduce from one switch channel and the store of its result through
 /// another (an out-of-place NVLS AllReduce: reduce the inputs, multicast into the outputs) at the
-/// same offset fuse too, the store's channels in dstChannelIds. MSCCL++ leaves that pair unfused,
-/// a glre its loader rejects, so no program it runs changes.
+/// same offset fuse too, the store's channels in dstChannelIds, when the reduce's destination is
+/// this rank's chunk of the store's buffer at that offset (the multicast store writes it, so
+/// nothing the pair wrote goes missing). MSCCL++ leaves that pair unfused, a glre its loader
+/// rejects, so no program it runs changes.
 bool combineGroupLoadReduce(Op &acc, Op &next) {
   const OpKind b = next.kind;
   if (!plan::isSwitchOp(b) || plan::opHas(b, optrait::Reduce | optrait::Packet)) return false;
   if (acc.switchSize != next.switchSize || acc.userChunk != next.userChunk || acc.channelType != next.channelType)
     return false;
   const bool sameChannels = acc.switchBuffer == next.switchBuffer && acc.channelIds == next.channelIds;
-  if (!sameChannels && acc.bufferOffset != next.bufferOffset) return false;
+  if (!sameChannels && (acc.bufferOffset != next.bufferOffset || acc.userChunk.buffer != next.switchBuffer ||
+                        acc.userChunk.index != next.bufferOffset || acc.userChunk.size != next.switchSize))
+    return false;
   acc.kind = kSwitchReduceStore;
   acc.srcIndex = {acc.bufferOffset};
   acc.dstIndex = {next.bufferOffset};
