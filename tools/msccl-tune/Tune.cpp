@@ -271,7 +271,7 @@ void compileAll(Envelope &e, bool inPlace, const std::string &stdlib) {
 /// on the model. A topology that cannot run it (NVLS on a machine without it, ...) leaves it out.
 void timeCandidate(Candidate &c, const std::vector<uint64_t> &sizes, const TuneOptions &o, bool inPlace,
                    const Topology &topo, runtime::Executor *measure) {
-  const auto dtype = plan::parseDataType(o.dataType).value_or(plan::DataType::Float32);
+  const plan::DataType dtype = o.type();
   const uint64_t elem = plan::dataTypeBytes(dtype);
   const uint64_t window = c.plan ? smallestWindow(*c.plan) : 0; // once, not per size
   for (size_t i = 0; i < sizes.size() && c.plan; ++i) {
@@ -320,7 +320,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       e.sizes.push_back(s);
   // nccl-tests' counts (getCollByteCount): a per-rank count of floor(count / ranks) elements.
   const runtime::BufferBlocks blocks = runtime::collectiveBlocks(runtime::collectiveKind(collective));
-  const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+  const uint64_t elem = plan::dataTypeBytes(o.type());
   const uint64_t quantum =
       blocks.input == runtime::Blocks::PerRank || blocks.output == runtime::Blocks::PerRank ? uint64_t(ranks) * elem : 1;
   for (uint64_t s : e.sizes)

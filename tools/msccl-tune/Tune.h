@@ -40,6 +40,8 @@ struct TuneOptions {
   uint64_t minBytes = 1024;            ///< --min-bytes (nccl-tests size S)
   uint64_t maxBytes = uint64_t(1) << 32; ///< --max-bytes
   std::string dataType = "float32";    ///< --dtype: element size for the chunk rule
+  /// dataType parsed (runTune refuses an unknown one; float32 where it is not checked).
+  plan::DataType type() const { return plan::parseDataType(dataType).value_or(plan::DataType::Float32); }
   std::string outDir;                  ///< -o DIR ("" = print only)
   bool install = false;                ///< --install: -o msccl::installedPlansDir() (the shim's default)
   bool quick = false;                  ///< --quick: defaults and instances only (no other grid axis)

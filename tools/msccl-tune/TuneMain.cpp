@@ -136,7 +136,7 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
       out << "#   " << (c.plan ? "ok   " : "left ") << c.label() << (c.isDefault ? " (defaults)" : "")
           << (c.plan ? "" : ": " + c.leftOut) << "\n";
   if (e.runSizes != e.sizes) {
-    const uint64_t elem = plan::dataTypeBytes(plan::parseDataType(o.dataType).value_or(plan::DataType::Float32));
+    const uint64_t elem = plan::dataTypeBytes(o.type());
     out << "# sizes cut per rank are timed as nccl-tests counts them: S rounded down to a multiple of "
         << uint64_t(ranks) * elem << " bytes (" << ranks << " ranks x " << elem << ")\n";
   }

@@ -49,15 +49,15 @@ void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &env
   index["plans"] = nlohmann::ordered_json::array();
   std::set<std::string> written, names;
   for (const Envelope &e : envelopes) {
-    const std::string mode = e.inPlace ? "_ip" : "";
-    for (const Range &r : rangesOf(e)) {
-      const Candidate &c = e.candidates[size_t(r.candidate)];
-      const std::string stem = c.fileStem() + mode;
+    // One index entry for candidate k over [minBytes, maxBytes] (its plan file written once).
+    auto add = [&](int k, Range r, bool fallback) {
+      const Candidate &c = e.candidates[size_t(k)];
+      const std::string stem = c.fileStem() + (e.inPlace ? "_ip" : "");
       if (written.insert(stem).second)
         writeFile(dir + "/" + stem + ".json", plan::writePlan(*c.plan));
-      std::string name = stem;
-      for (int k = 2; !names.insert(name).second; ++k)
-        name = stem + "_" + std::to_string(k); // the same plan wins two separate ranges
+      std::string name = fallback ? stem + "_fallback" : stem;
+      for (int n = 2; !fallback && !names.insert(name).second; ++n)
+        name = stem + "_" + std::to_string(n); // the same plan wins two separate ranges
       nlohmann::ordered_json entry;
       entry["file"] = stem + ".json";
       entry["name"] = name;
@@ -68,23 +68,14 @@ void writePlanDirectory(const std::string &dir, const std::vector<Envelope> &env
       if (ranksPerNode && ranksPerNode < ranks)
         entry["ranks_per_node"] = ranksPerNode;
       entry["tags"] = {"tuned", topo.name};
+      if (fallback)
+        entry["tags"].push_back("fallback");
       index["plans"].push_back(entry);
-    }
-    if (e.fallback >= 0) { // every size; the registry takes a narrower range first
-      const Candidate &c = e.candidates[size_t(e.fallback)];
-      const std::string stem = c.fileStem() + mode;
-      if (written.insert(stem).second)
-        writeFile(dir + "/" + stem + ".json", plan::writePlan(*c.plan));
-      nlohmann::ordered_json entry;
-      entry["file"] = stem + ".json";
-      entry["name"] = stem + "_fallback";
-      entry["min_bytes"] = 0;
-      entry["in_place"] = e.inPlace ? "in" : "out";
-      if (ranksPerNode && ranksPerNode < ranks)
-        entry["ranks_per_node"] = ranksPerNode;
-      entry["tags"] = {"tuned", topo.name, "fallback"};
-      index["plans"].push_back(entry);
-    }
+    };
+    for (const Range &r : rangesOf(e))
+      add(r.candidate, r, false);
+    if (e.fallback >= 0) // every size; the registry takes a narrower range first
+      add(e.fallback, Range{}, true);
     writeFile(dir + "/tune-" + e.collective + (e.inPlace ? "-inplace" : "") + ".svg", envelopeSvg(e, topo, ranks));
   }
   writeFile(dir + "/msccl-plans.json", index.dump(2) + "\n");
