@@ -89,10 +89,17 @@ struct SType {
   }
 };
 
+/// The DSL classes that make a collective: every row of the collectives table with a DSL class
+/// (Collectives.def, Dsl = Yes), plus the DSL-only AllToAllV and TestCollective.
 bool isCollectiveClass(ClassId c) {
-  return c == ClassId::AllReduce || c == ClassId::AllGather || c == ClassId::ReduceScatter ||
-         c == ClassId::AllToAll || c == ClassId::AllToAllV || c == ClassId::SendRecv || c == ClassId::Broadcast ||
-         c == ClassId::Reduce || c == ClassId::TestCollective;
+#define MSCCL_DSL_CLASS_Yes(Kind) c == ClassId::Kind ||
+#define MSCCL_DSL_CLASS_No(Kind)
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T, Out, Nccl, Dsl, ...) MSCCL_DSL_CLASS_##Dsl(Kind)
+  return
+#include "msccl/runtime/Collectives.def"
+      c == ClassId::AllToAllV || c == ClassId::TestCollective;
+#undef MSCCL_DSL_CLASS_Yes
+#undef MSCCL_DSL_CLASS_No
 }
 
 /// Whether a value of static type `t` can be passed where `p` is expected (Unknown: yes).

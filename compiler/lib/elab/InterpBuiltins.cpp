@@ -278,19 +278,19 @@ Value Interp::construct(const CallExpr *c) {
   auto B = [&](size_t i) { return toBool(a[i], ac, i, locs[i]); };
   try {
     switch (cls) {
-#define MSCCL_COLLECTIVE_CTOR(Class, make)                                                          \
-  case ClassId::Class: {                                                                           \
-    CTOR_PARAMS(Class);                                                                            \
-    return makeDsl(cls, ir::Collective::make(I(ARG(num_ranks)), I(ARG(chunk_factor)), B(ARG(inplace)))); \
+// The collectives table's DSL classes (Collectives.def, Dsl = Yes): Kind(num_ranks,
+// chunk_factor, inplace), chunk counts from the row.
+#define MSCCL_DSL_CLASS_Yes(Kind)                                                                  \
+  case ClassId::Kind: {                                                                            \
+    CTOR_PARAMS(Kind);                                                                             \
+    return makeDsl(cls, ir::Collective::make(runtime::CollectiveKind::Kind, I(ARG(num_ranks)),     \
+                                             I(ARG(chunk_factor)), B(ARG(inplace))));              \
   }
-      MSCCL_COLLECTIVE_CTOR(AllReduce, allReduce)
-      MSCCL_COLLECTIVE_CTOR(AllGather, allGather)
-      MSCCL_COLLECTIVE_CTOR(ReduceScatter, reduceScatter)
-      MSCCL_COLLECTIVE_CTOR(AllToAll, allToAll)
-      MSCCL_COLLECTIVE_CTOR(SendRecv, sendRecv)
-      MSCCL_COLLECTIVE_CTOR(Broadcast, broadcast)
-      MSCCL_COLLECTIVE_CTOR(Reduce, reduce)
-#undef MSCCL_COLLECTIVE_CTOR
+#define MSCCL_DSL_CLASS_No(Kind)
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T, Out, Nccl, Dsl, ...) MSCCL_DSL_CLASS_##Dsl(Kind)
+#include "msccl/runtime/Collectives.def"
+#undef MSCCL_DSL_CLASS_Yes
+#undef MSCCL_DSL_CLASS_No
     case ClassId::AllToAllV: {
       CTOR_PARAMS(AllToAllV);
       return makeDsl(cls, ir::Collective::allToAllV(I(ARG(num_ranks)), I(ARG(max_block))));

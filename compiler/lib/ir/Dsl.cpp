@@ -53,10 +53,15 @@ int64_t blockChunks(int64_t n, int64_t cf) {
 } // namespace
 
 // --- collectives.py --------------------------------------------------------------------
-Collective Collective::allReduce(int64_t n, int64_t cf, bool inplace) { int64_t c = blockChunks(n, cf); return makeCollective("allreduce", n, cf, inplace, c, c); }
-Collective Collective::allGather(int64_t n, int64_t cf, bool inplace) { return makeCollective("allgather", n, cf, inplace, cf, blockChunks(n, cf)); }
-Collective Collective::reduceScatter(int64_t n, int64_t cf, bool inplace) { return makeCollective("reducescatter", n, cf, inplace, blockChunks(n, cf), cf); }
-Collective Collective::allToAll(int64_t n, int64_t cf, bool inplace) { int64_t c = blockChunks(n, cf); return makeCollective("alltoall", n, cf, inplace, c, c); }
+Collective Collective::make(runtime::CollectiveKind kind, int64_t n, int64_t cf, bool inplace) {
+  const runtime::DslClass dsl = runtime::collectiveDslClass(kind);
+  if (!dsl.exists)
+    throw DslError("the collectives table has no DSL class for collective `" +
+                   std::string(runtime::collectiveName(kind)) + "`");
+  auto chunks = [&](runtime::DslChunks c) { return c == runtime::DslChunks::NCf ? blockChunks(n, cf) : cf; };
+  return makeCollective(std::string(runtime::collectiveName(kind)).c_str(), n, cf, inplace, chunks(dsl.input),
+                        chunks(dsl.output));
+}
 Collective Collective::allToAllV(int64_t n, int64_t maxBlock) {
   if (maxBlock < 0)
     throw DslError("max_block must be >= 0 (elements per scratch slot), got " + std::to_string(maxBlock) + ".");
@@ -65,9 +70,6 @@ Collective Collective::allToAllV(int64_t n, int64_t maxBlock) {
   c.maxBlock = maxBlock;
   return c;
 }
-Collective Collective::sendRecv(int64_t n, int64_t cf, bool inplace) { return makeCollective("sendrecv", n, cf, inplace, cf, cf); }
-Collective Collective::broadcast(int64_t n, int64_t cf, bool inplace) { return makeCollective("broadcast", n, cf, inplace, cf, cf); }
-Collective Collective::reduce(int64_t n, int64_t cf, bool inplace) { return makeCollective("reduce", n, cf, inplace, cf, cf); }
 Collective Collective::testCollective(int64_t n, int64_t in, int64_t out) { return makeCollective("test", n, 1, false, in, out); }
 
 // --- rank.py BaseBuffer.__getitem__ -----------------------------------------------------

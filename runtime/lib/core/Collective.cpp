@@ -19,6 +19,7 @@ namespace msccl::runtime {
 using namespace msccl::plan;
 
 namespace {
+constexpr bool Yes_ = true, No_ = false; // the Dsl column
 enum class BusBw : uint8_t { TwoNm1OverN, Nm1OverN, One };
 enum class Traffic : uint8_t { RsAg, Gather, Scatter, Exchange, Whole, Unknown };
 enum class Output : uint8_t { SumAll, SumBlock, Gather, Transpose, FromPrev, FromRoot, RootSum, Unknown };
@@ -32,10 +33,12 @@ struct CollectiveRow {
   Traffic traffic;
   Output output;
   std::string_view nccl;
+  DslClass dsl;
 };
 constexpr CollectiveRow kCollectives[] = {
-#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T, Out, Nccl)                                                  \
-  {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P, Traffic::T, Output::Out, Nccl},
+#define MSCCL_COLLECTIVE(Kind, Name, R, B, I, O, P, T, Out, Nccl, Dsl, DslIn, DslOut)                              \
+  {CollectiveKind::Kind, Name, Reduces::R, BusBw::B, Blocks::I, Blocks::O, InPlace::P, Traffic::T, Output::Out, Nccl, \
+   DslClass{Dsl##_, DslChunks::DslIn, DslChunks::DslOut}},
 #include "msccl/runtime/Collectives.def"
 };
 const CollectiveRow &row(CollectiveKind kind) { return kCollectives[size_t(kind)]; }
@@ -49,6 +52,8 @@ CollectiveKind collectiveKind(const std::string &c) {
 }
 
 std::string_view collectiveName(CollectiveKind kind) { return row(kind).name; }
+
+DslClass collectiveDslClass(CollectiveKind kind) { return row(kind).dsl; }
 
 Reduces collectiveReduces(CollectiveKind kind) { return row(kind).reduces; }
 

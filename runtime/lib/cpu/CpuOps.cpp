@@ -426,73 +426,36 @@ struct Ctx {
 
   /// Race checker, when a packet op completes: the packets it consumed carry their producers'
   /// clocks (LL flags order each packet's payload), then its plain accesses are checked, then
-  /// the packets it produced carry its clock (including its own plain reads).
+  /// the packets it produced carry its clock (including its own plain reads). Which entries are
+  /// packets, plain data or untouched comes from the op's row (plan::entryAccess); an entry's
+  /// length is src_buff[0]'s, or its pair's for PairsBySrc ops (ppkt).
   void racePacketOp() {
     if (!m.race)
       return;
-    const uint64_t len = op.src[0].bytes.length;
+    const bool pairs = opRow(op.type).length == OpLength::PairsBySrc;
+    auto len = [&](size_t i) { return op.src[pairs ? i : 0].bytes.length; };
     std::vector<std::pair<const uint8_t *, uint64_t>> in, out;
     auto pk = [&](std::vector<std::pair<const uint8_t *, uint64_t>> &v, const LoweredEntry &e, uint64_t n) {
-      v.emplace_back(packetEntry(e, n, "packets"), 2 * n);
+      if (e.where.kind == Location::Kind::Switch) // every member's copy (gstorepkt)
+        for (uint32_t r : members(e))
+          v.emplace_back(packets(r, e.where.type, e.bytes.offset, n, "packets"), 2 * n);
+      else
+        v.emplace_back(packetEntry(e, n, "packets"), 2 * n);
     };
-    auto rec = [&](const LoweredEntry &e, uint64_t n, Acc acc) {
-      plain(ownerOf(e), e.where.type, e.bytes.offset, n, "plain", acc);
-    };
-    switch (op.type) {
-    case OpType::CopyPackets:
-    case OpType::PutPackets: {
-      const size_t n = op.type == OpType::CopyPackets ? 1 : op.dst.size();
-      for (size_t i = 0; i < n; ++i) {
-        rec(op.src[i], op.src[i].bytes.length, Read);
-        pk(out, op.dst[i], op.src[i].bytes.length);
-      }
-      break;
-    }
-    case OpType::UnpackPackets:
-      pk(in, op.src[0], len);
-      break;
-    case OpType::ReadPutPackets:
-      pk(in, op.src[0], len);
-      for (const LoweredEntry &e : op.dst)
-        pk(out, e, len);
-      break;
-    case OpType::MultiStorePackets:
-      pk(in, op.src[0], len);
-      for (uint32_t r : members(op.dst[0]))
-        out.emplace_back(packets(r, op.dst[0].where.type, op.dst[0].bytes.offset, len, "packets"), 2 * len);
-      break;
-    case OpType::ReducePackets: case OpType::ReduceCopyPackets: case OpType::ReduceSendPackets:
-    case OpType::ReduceCopySendPackets: {
-      for (size_t j = 1; j < op.src.size(); ++j)
-        pk(in, op.src[j], len);
-      size_t first = 1;
-      if (op.type == OpType::ReduceCopyPackets || op.type == OpType::ReduceCopySendPackets) {
-        pk(out, op.dst[1], len);
-        first = 2;
-      }
-      if (op.type == OpType::ReduceSendPackets || op.type == OpType::ReduceCopySendPackets)
-        for (size_t j = first; j < op.dst.size(); ++j)
-          pk(out, op.dst[j], len);
-      break;
-    }
-    // Not packet ops: the op table routes them to other handlers.
-    case OpType::Nop: case OpType::Barrier: case OpType::Put: case OpType::PutWithSignal:
-    case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::Signal:
-    case OpType::Wait: case OpType::Flush: case OpType::Reduce: case OpType::ReduceSend:
-    case OpType::ReadReduce: case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore:
-    case OpType::RelaxedSignal: case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease:
-    case OpType::SemAcquire: case OpType::MultiStore: case OpType::MultiLoadReduce:
-      break;
-    }
+    for (size_t k = 0; k < op.src.size(); ++k)
+      if (entryAccess(op.type, true, k) == EntryAccess::Packets)
+        pk(in, op.src[k], len(k));
+    for (size_t k = 0; k < op.dst.size(); ++k)
+      if (entryAccess(op.type, false, k) == EntryAccess::Packets)
+        pk(out, op.dst[k], len(k));
     for (auto &r : in)
       m.race->packetAcquire(tb, op, r.first, r.second);
-    if (op.type == OpType::UnpackPackets) {
-      rec(op.dst[0], len, Write);
-    } else if (op.type != OpType::CopyPackets && op.type != OpType::PutPackets && op.type != OpType::ReadPutPackets &&
-               op.type != OpType::MultiStorePackets) {
-      rec(op.src[0], len, Read);
-      rec(op.dst[0], len, Write);
-    }
+    for (size_t k = 0; k < op.src.size(); ++k)
+      if (entryAccess(op.type, true, k) == EntryAccess::Plain)
+        plain(ownerOf(op.src[k]), op.src[k].where.type, op.src[k].bytes.offset, len(k), "plain", Read);
+    for (size_t k = 0; k < op.dst.size(); ++k)
+      if (entryAccess(op.type, false, k) == EntryAccess::Plain)
+        plain(ownerOf(op.dst[k]), op.dst[k].where.type, op.dst[k].bytes.offset, len(k), "plain", Write);
     for (auto &r : out)
       m.race->packetRelease(tb, op, byProxy(), r.first, r.second);
   }
@@ -746,7 +709,7 @@ struct Ctx {
   /// Dispatch: one case per op table row, calling the row's Cpu handler.
   Step run() {
     switch (op.type) {
-#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda)                     \
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, ...)                      \
   case OpType::Enum:                                                                                               \
     return Cpu();
 #include "msccl/plan/PlanEnums.def"

@@ -34,6 +34,9 @@ namespace msccl::cuda::dev {
 using plan::BufferType;
 using plan::ChannelType;
 using plan::OpType;
+using plan::EntryAccess;
+using plan::OpLength;
+namespace optrait = plan::optrait;
 
 /// Pipeline window of the current inner op (on = inside a pipeline).
 struct Window {
@@ -310,23 +313,16 @@ __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
 
 // --- Packet ops ---------------------------------------------------------------------------
 
+/// A packet op over memory channels, its entries read from its row (plan::entryAccess): the
+/// plain source and destination (at most one each), the packet sources and destinations (a
+/// switch entry: every member's copy). PairsBySrc ops (ppkt) move each plain src[i] to packets
+/// at dst[i]; reduces (the Reduce trait) combine the packet sources into the plain source.
 template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
   const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const OpType t = (OpType)op.type;
   auto pkt = [&](const DevEntry &e) { return x.base(e) + 2 * e.offset; };
   auto plainAt = [&](const DevEntry &e) { return x.base(e) + e.offset; };
-  PacketIo io;
-  io.payloadBytes = src[0].length;
-  switch (t) {
-  case OpType::CopyPackets:
-    io.plainSrc = plainAt(src[0]);
-    io.pktDst[io.nPktDst++] = pkt(dst[0]);
-    break;
-  case OpType::UnpackPackets:
-    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
-    io.plainDst = plainAt(dst[0]);
-    break;
-  case OpType::PutPackets: { // memory: pairs (plain src[i] -> packets at peer dst[i])
+  if (opRow(t).length == OpLength::PairsBySrc) { // ppkt: pairs (plain src[i] -> packets at peer dst[i])
     // The packets of all pairs as one index space over the block's threads: a small put to
     // each of many peers (an LL AllReduce's first step) takes one round, not one per peer.
     // Thread t walks (pair i, packet k) from t in steps of blockDim.x.
@@ -349,33 +345,23 @@ template <bool LL16> __device__ void packetOpT(Exec &x, const DevOp &op) {
     }
     return;
   }
-  case OpType::ReadPutPackets:
-    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
-    for (int k = 0; k < op.nDst; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
-    break;
-  case OpType::MultiStorePackets:
-    io.pktSrc[io.nPktSrc++] = pkt(src[0]);
-    for (int m = 0; m < x.members(dst[0]); ++m) io.pktDst[io.nPktDst++] = x.memberBase(dst[0], m) + 2 * dst[0].offset;
-    break;
-  case OpType::ReducePackets: case OpType::ReduceCopyPackets: case OpType::ReduceSendPackets:
-  case OpType::ReduceCopySendPackets: {
-    io.plainSrc = plainAt(src[0]);
-    for (int j = 1; j < op.nSrc; ++j) io.pktSrc[io.nPktSrc++] = pkt(src[j]);
-    io.plainDst = plainAt(dst[0]);
-    uint32_t first = 0, end = 0; // repkt: none; extra dst entries are ignored
-    packetReduceDsts(op.type, op.nDst, first, end);
-    for (uint32_t k = first; k < end; ++k) io.pktDst[io.nPktDst++] = pkt(dst[k]);
-    if (io.nPktSrc == 0) break;
-    dispatchReduce(x.dataType, op.reduceOp, PacketReduceCall<LL16>{x.w, io, x.flag});
-    return;
+  PacketIo io;
+  io.payloadBytes = src[0].length;
+  for (int k = 0; k < op.nSrc; ++k) {
+    const EntryAccess a = entryAccess(t, true, size_t(k));
+    if (a == EntryAccess::Packets) io.pktSrc[io.nPktSrc++] = pkt(src[k]);
+    else if (a == EntryAccess::Plain && !io.plainSrc) io.plainSrc = plainAt(src[k]);
   }
-  // Not packet ops: the op table routes them to other handlers.
-  case OpType::Nop: case OpType::Barrier: case OpType::Put: case OpType::PutWithSignal:
-  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::Signal:
-  case OpType::Wait: case OpType::Flush: case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce:
-  case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore: case OpType::RelaxedSignal:
-  case OpType::RelaxedWait: case OpType::Pipeline: case OpType::SemRelease: case OpType::SemAcquire:
-  case OpType::MultiStore: case OpType::MultiLoadReduce:
+  for (int k = 0; k < op.nDst; ++k) {
+    const EntryAccess a = entryAccess(t, false, size_t(k));
+    if (a == EntryAccess::Plain && !io.plainDst) io.plainDst = plainAt(dst[k]);
+    else if (a != EntryAccess::Packets) continue;
+    else if (dst[k].base == (uint8_t)DevBase::Switch)
+      for (int m = 0; m < x.members(dst[k]); ++m) io.pktDst[io.nPktDst++] = x.memberBase(dst[k], m) + 2 * dst[k].offset;
+    else io.pktDst[io.nPktDst++] = pkt(dst[k]);
+  }
+  if (opHas(t, optrait::Reduce) && io.nPktSrc > 0) {
+    dispatchReduce(x.dataType, op.reduceOp, PacketReduceCall<LL16>{x.w, io, x.flag});
     return;
   }
   packetLoop<LL16>(x.w, io, x.flag, NoCombine());
@@ -421,7 +407,7 @@ __device__ void readPutPacketsOp(Exec &x, const DevOp &op, const Window &win) {
 /// Dispatch: one case per op table row, calling the row's Cuda handler.
 __device__ void execOp(Exec &x, const DevOp &op, const Window &win) {
   switch ((OpType)op.type) {
-#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda)                     \
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda, ...)                \
   case OpType::Enum:                                                                                               \
     Cuda(x, op, win);                                                                                              \
     return;

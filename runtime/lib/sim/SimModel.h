@@ -212,6 +212,14 @@ private:
 
   void settle(TbState &s);
   void step(TbState &s);
+  // The Model column of the op table (PlanEnums.def): one handler per kind of timing.
+  void modelInstant(TbState &s, const LoweredOp &op);
+  void modelBarrier(TbState &s, const LoweredOp &op);
+  void modelSignal(TbState &s, const LoweredOp &op);
+  void modelWait(TbState &s, const LoweredOp &op);
+  void modelSemRelease(TbState &s, const LoweredOp &op);
+  void modelSemAcquire(TbState &s, const LoweredOp &op);
+  void modelData(TbState &s, const LoweredOp &op);
   bool tryWait(TbState &s, const LoweredOp &op);
   bool trySem(TbState &s, const LoweredOp &op);
   bool packetsReady(TbState &s, const LoweredOp &op);

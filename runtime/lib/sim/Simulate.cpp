@@ -108,123 +108,134 @@ bool Sim::packetsReady(TbState &s, const LoweredOp &op) {
     }
   return true;
 }
+// --- One op: the handler its op table row names in the Model column (PlanEnums.def) ----------
+// Each starts the op at now_, blocks the tb (s.blocked, and --ops_ so a retry is not counted
+// twice) or schedules its finish.
+
+// nop, flush: a flush's port transfers were modelled when the puts ran (their activity ends
+// when the data arrives).
+void Sim::modelInstant(TbState &s, const LoweredOp &) { finishAt(s, newRec(s, s.opStart), now_ + topo_.opUs * 1e-6); }
+
+void Sim::modelBarrier(TbState &s, const LoweredOp &op) {
+  const double opT = topo_.opUs * 1e-6;
+  if (op.numThreadblocks <= 1) {
+    finishAt(s, newRec(s, s.opStart), now_ + opT);
+    return;
+  }
+  Barrier &b = ranks_[s.rank].barriers[op.barrierId];
+  if (b.arrived.empty())
+    b.expected = op.numThreadblocks;
+  else if (b.expected != op.numThreadblocks)
+    throw ExecutionError(ErrorKind::Misuse, where(s) + ": barrier " + std::to_string(op.barrierId) +
+                                                " entered with num_threadblocks " +
+                                                std::to_string(op.numThreadblocks) +
+                                                " while other threadblocks entered it with " +
+                                                std::to_string(b.expected));
+  b.arrived.push_back(s.id);
+  s.blocked = true;
+  s.on = TbState::On::Barrier;
+  s.onIndex = op.barrierId;
+  if (b.arrived.size() == b.expected) {
+    std::vector<uint32_t> list;
+    list.swap(b.arrived);
+    uint32_t last = newRec(s, s.opStart);
+    for (uint32_t id : list) {
+      TbState &t = tbs_[id];
+      t.blocked = false;
+      uint32_t rec = id == s.id ? last : newRec(t, t.opStart);
+      if (id != s.id)
+        recs_[rec].pred = last;
+      finishAt(t, rec, now_ + topo_.barrierUs * 1e-6);
+    }
+  }
+}
+
+void Sim::modelSignal(TbState &s, const LoweredOp &op) {
+  const double opT = topo_.opUs * 1e-6;
+  uint32_t rec = newRec(s, s.opStart);
+  if (op.channelType == ChannelType::Memory || op.channelType == ChannelType::Port) {
+    bool port = op.channelType == ChannelType::Port;
+    const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
+    for (uint32_t c : op.channels) {
+      const ResolvedChannel &ch = list.at(c);
+      if (ch.peerChannel == kNoChannel)
+        throw ExecutionError(ErrorKind::Misuse, where(s) + ": signal on channel " + std::to_string(c) +
+                                                    " to rank " + std::to_string(ch.peer) +
+                                                    ", which declares no partner channel");
+      double lat = hop(s.rank, ch.peer) + (port ? topo_.proxyUs * 1e-6 : 0);
+      Event e{};
+      e.t = now_ + opT + lat;
+      e.kind = Ev::Signal;
+      e.a = ch.peer;
+      e.b = ch.peerChannel;
+      e.ct = op.channelType;
+      e.rec = rec;
+      push(e);
+    }
+  }
+  finishAt(s, rec, now_ + opT);
+}
+
+void Sim::modelWait(TbState &s, const LoweredOp &op) {
+  const double opT = topo_.opUs * 1e-6;
+  if (op.channelType == ChannelType::Memory || op.channelType == ChannelType::Port) {
+    if (!tryWait(s, op)) {
+      --ops_;
+      return;
+    }
+  }
+  finishAt(s, newRec(s, s.opStart), now_ + opT);
+}
+
+void Sim::modelSemRelease(TbState &s, const LoweredOp &op) {
+  const double opT = topo_.opUs * 1e-6;
+  uint32_t rec = newRec(s, s.opStart);
+  for (uint32_t id : op.semaphores) {
+    Event e{};
+    e.t = now_ + opT + topo_.semaphoreUs * 1e-6;
+    e.kind = Ev::Sem;
+    e.a = s.rank;
+    e.b = id;
+    e.rec = rec;
+    push(e);
+  }
+  finishAt(s, rec, now_ + opT);
+}
+
+void Sim::modelSemAcquire(TbState &s, const LoweredOp &op) {
+  const double opT = topo_.opUs * 1e-6;
+  if (!trySem(s, op)) {
+    --ops_;
+    return;
+  }
+  finishAt(s, newRec(s, s.opStart), now_ + opT);
+}
+
+// Packet and data ops (and a pipeline, lowered into them): wait for the packets they read,
+// then move the bytes (SimData.cpp).
+void Sim::modelData(TbState &s, const LoweredOp &op) {
+  if (!packetsReady(s, op)) {
+    --ops_;
+    return;
+  }
+  startData(s, op);
+}
+
 // Run the tb from its current op until it blocks or an op takes time.
 void Sim::step(TbState &s) {
   settle(s);
   if (s.done)
     return;
   const LoweredOp &op = s.tb->ops[s.pc];
-  const double opT = topo_.opUs * 1e-6;
   ++ops_;
   switch (op.type) {
-  case OpType::Nop:
-  case OpType::Flush:
-    finishAt(s, newRec(s, s.opStart), now_ + opT);
-    return;
-  case OpType::Barrier: {
-    if (op.numThreadblocks <= 1) {
-      finishAt(s, newRec(s, s.opStart), now_ + opT);
-      return;
-    }
-    Barrier &b = ranks_[s.rank].barriers[op.barrierId];
-    if (b.arrived.empty())
-      b.expected = op.numThreadblocks;
-    else if (b.expected != op.numThreadblocks)
-      throw ExecutionError(ErrorKind::Misuse, where(s) + ": barrier " + std::to_string(op.barrierId) +
-                                                  " entered with num_threadblocks " +
-                                                  std::to_string(op.numThreadblocks) +
-                                                  " while other threadblocks entered it with " +
-                                                  std::to_string(b.expected));
-    b.arrived.push_back(s.id);
-    s.blocked = true;
-    s.on = TbState::On::Barrier;
-    s.onIndex = op.barrierId;
-    if (b.arrived.size() == b.expected) {
-      std::vector<uint32_t> list;
-      list.swap(b.arrived);
-      uint32_t last = newRec(s, s.opStart);
-      for (uint32_t id : list) {
-        TbState &t = tbs_[id];
-        t.blocked = false;
-        uint32_t rec = id == s.id ? last : newRec(t, t.opStart);
-        if (id != s.id)
-          recs_[rec].pred = last;
-        finishAt(t, rec, now_ + topo_.barrierUs * 1e-6);
-      }
-    }
-    return;
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda, Verify, Model)      \
+  case OpType::Enum:                                                                                               \
+    return model##Model(s, op);
+#include "msccl/plan/PlanEnums.def"
   }
-  case OpType::Signal:
-  case OpType::RelaxedSignal: {
-    uint32_t rec = newRec(s, s.opStart);
-    if (op.channelType == ChannelType::Memory || op.channelType == ChannelType::Port) {
-      bool port = op.channelType == ChannelType::Port;
-      const auto &list = port ? rp_.gpus[s.rank].portChannels : rp_.gpus[s.rank].memoryChannels;
-      for (uint32_t c : op.channels) {
-        const ResolvedChannel &ch = list.at(c);
-        if (ch.peerChannel == kNoChannel)
-          throw ExecutionError(ErrorKind::Misuse, where(s) + ": signal on channel " + std::to_string(c) +
-                                                      " to rank " + std::to_string(ch.peer) +
-                                                      ", which declares no partner channel");
-        double lat = hop(s.rank, ch.peer) + (port ? topo_.proxyUs * 1e-6 : 0);
-        Event e{};
-        e.t = now_ + opT + lat;
-        e.kind = Ev::Signal;
-        e.a = ch.peer;
-        e.b = ch.peerChannel;
-        e.ct = op.channelType;
-        e.rec = rec;
-        push(e);
-      }
-    }
-    finishAt(s, rec, now_ + opT);
-    return;
-  }
-  case OpType::Wait:
-  case OpType::RelaxedWait:
-    if (op.channelType == ChannelType::Memory || op.channelType == ChannelType::Port) {
-      if (!tryWait(s, op)) {
-        --ops_;
-        return;
-      }
-    }
-    finishAt(s, newRec(s, s.opStart), now_ + opT);
-    return;
-  case OpType::SemRelease: {
-    uint32_t rec = newRec(s, s.opStart);
-    for (uint32_t id : op.semaphores) {
-      Event e{};
-      e.t = now_ + opT + topo_.semaphoreUs * 1e-6;
-      e.kind = Ev::Sem;
-      e.a = s.rank;
-      e.b = id;
-      e.rec = rec;
-      push(e);
-    }
-    finishAt(s, rec, now_ + opT);
-    return;
-  }
-  case OpType::SemAcquire:
-    if (!trySem(s, op)) {
-      --ops_;
-      return;
-    }
-    finishAt(s, newRec(s, s.opStart), now_ + opT);
-    return;
-  // Packet and data ops: below.
-  case OpType::Put: case OpType::PutPackets: case OpType::ReadPutPackets: case OpType::PutWithSignal:
-  case OpType::PutWithSignalAndFlush: case OpType::Get: case OpType::Copy: case OpType::CopyPackets:
-  case OpType::UnpackPackets: case OpType::Reduce: case OpType::ReducePackets: case OpType::ReduceCopyPackets:
-  case OpType::ReduceSend: case OpType::ReduceSendPackets: case OpType::ReduceCopySendPackets:
-  case OpType::ReadReduce: case OpType::ReadReduceSend: case OpType::MultiLoadReduceStore:
-  case OpType::Pipeline: case OpType::MultiStore: case OpType::MultiStorePackets: case OpType::MultiLoadReduce:
-    break;
-  }
-  if (!packetsReady(s, op)) {
-    --ops_;
-    return;
-  }
-  startData(s, op);
+  throw ExecutionError(ErrorKind::Misuse, where(s) + ": op type " + std::to_string(unsigned(op.type)) +
+                                              " is not in the op table");
 }
 
 void Sim::complete(uint32_t id) {

@@ -290,10 +290,14 @@ private:
   // --- Execution -------------------------------------------------------------------------
   bool resolveEntry(const TbRun &tb, const Op &op, const BufferRef &ref, Ent &e) const;
   bool step(TbRun &tb);
-  // One op (PlanVerifyStep.cpp): step() dispatches by op family to these handlers, each
-  // returning false while the op is blocked (tb.blockedOn says on what).
+  // One op (PlanVerifyStep.cpp): step() resolves a data op's entries, then calls the handler
+  // its op table row names in the Verify column (PlanEnums.def: step<Verify>), each returning
+  // false while the op is blocked (tb.blockedOn says on what).
   struct Step; ///< The op being stepped and the accessors its handlers share.
   bool resolveData(Step &s); ///< A data op's entries; false when reported or empty (op done).
+  bool stepNop(Step &s);
+  bool stepFlush(Step &s);
+  bool stepPipeline(Step &s);
   bool stepBarrier(Step &s);
   bool stepSignal(Step &s);
   bool stepWait(Step &s);

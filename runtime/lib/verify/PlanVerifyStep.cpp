@@ -2,10 +2,11 @@
 //
 // Verifier::step: the reads, writes and synchronisation of one op, with the address and entry
 // resolution it calls for every access (one unit, so they inline: PlanVerifyInternal.h). step
-// resolves the op (Verifier::Step) and dispatches by op family: synchronisation (barrier,
-// signal, wait, flush, semaphores), plain data (put/get, copy/reduce, switch ops) and packets
-// (out, in, reduce); every op code has a case, so a new row of PlanEnums.def fails to build
-// with -Wswitch and, until it is modelled, is reported as unsupported, never passed silently.
+// resolves the op (Verifier::Step) and calls the handler its op table row names in the Verify
+// column (PlanEnums.def): synchronisation (barrier, signal, wait, flush, semaphores), plain data
+// (put/get, copy/reduce, switch ops) and packets (out, in, reduce). The switch is expanded from
+// the table, so a new row without a Verify handler, or naming one this file lacks, does not
+// build; an op code outside the table is reported as unsupported, never passed silently.
 //
 //===------------------------------------------------------------------------------------===//
 #include "PlanVerifyInternal.h"
@@ -245,41 +246,32 @@ bool Verifier::Step::pktWrite(const Ent &e, uint32_t rank, uint64_t k, uint32_t 
   return true;
 }
 
-// --- The dispatch: one handler per op family, every op named (no default) --------------------
+// --- The dispatch: the op table's Verify column (PlanEnums.def) ------------------------------
+
+bool Verifier::stepNop(Step &s) {
+  nop(s.tb);
+  return true;
+}
+bool Verifier::stepFlush(Step &s) {
+  if (opt_.races)
+    acquire(s.tb, clk(proxyOf(s.tb.actor)));
+  return true;
+}
+bool Verifier::stepPipeline(Step &) { return true; } // lowered into its ops (plan#8.6)
 
 bool Verifier::step(TbRun &tb) {
   Step s(*this, tb);
-  switch (s.op.type) {
-  case OpType::Nop: nop(tb); return true;
-  case OpType::Barrier: return stepBarrier(s);
-  case OpType::Signal: case OpType::RelaxedSignal: return stepSignal(s);
-  case OpType::Wait: case OpType::RelaxedWait: return stepWait(s);
-  case OpType::Flush:
-    if (opt_.races)
-      acquire(tb, clk(proxyOf(tb.actor)));
+  // Data ops resolve their entries first: the handlers see them in s.src / s.dst.
+  if (opHas(s.op.type, optrait::Data) && !resolveData(s))
     return true;
-  case OpType::SemAcquire: return stepSemAcquire(s);
-  case OpType::SemRelease: return stepSemRelease(s);
-  case OpType::Pipeline: return true;
-  // Plain data ops: read every source, then write every destination.
-  case OpType::Put: case OpType::PutWithSignal: case OpType::PutWithSignalAndFlush: case OpType::Get:
-    return !resolveData(s) || stepPutGet(s);
-  case OpType::Copy: case OpType::Reduce: case OpType::ReduceSend: case OpType::ReadReduce:
-  case OpType::ReadReduceSend:
-    return !resolveData(s) || stepCopyReduce(s);
-  case OpType::MultiLoadReduceStore: case OpType::MultiLoadReduce: case OpType::MultiStore:
-    return !resolveData(s) || stepSwitch(s);
-  // Packet ops: each runs when every packet it reads carries this launch's flag.
-  case OpType::CopyPackets: case OpType::PutPackets:
-    return !resolveData(s) || stepPacketsOut(s);
-  case OpType::UnpackPackets: case OpType::ReadPutPackets: case OpType::MultiStorePackets:
-    return !resolveData(s) || stepPacketsIn(s);
-  case OpType::ReducePackets: case OpType::ReduceCopyPackets: case OpType::ReduceSendPackets:
-  case OpType::ReduceCopySendPackets:
-    return !resolveData(s) || stepReducePackets(s);
+  switch (s.op.type) {
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda, Verify, ...)        \
+  case OpType::Enum:                                                                                               \
+    return step##Verify(s);
+#include "msccl/plan/PlanEnums.def"
   }
-  // No case above modelled the op: never a silent no-op (a new op row of PlanEnums.def reaches
-  // here until the verifier learns it), so the plan is not proven.
+  // An op type outside the table (a corrupt value): never a silent no-op, so the plan is not
+  // proven.
   fail(FindingKind::Unsupported, opRefs_[s.fo.id].path,
        "the static verifier has no model of op `" + std::string(opName(s.op.type)) +
            "`: its reads, writes and syncs are not checked, so the plan is not proven",

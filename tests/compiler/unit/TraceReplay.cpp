@@ -60,11 +60,12 @@ Collective collective(const json &c) {
   std::string k = c.at("collective");
   int64_t n = c.at("num_ranks"), cf = c.at("chunk_factor");
   bool inplace = c.at("inplace");
-  if (k == "AllReduce") return Collective::allReduce(n, cf, inplace);
-  if (k == "AllGather") return Collective::allGather(n, cf, inplace);
-  if (k == "ReduceScatter") return Collective::reduceScatter(n, cf, inplace);
-  if (k == "AllToAll") return Collective::allToAll(n, cf, inplace);
-  if (k == "SendRecv") return Collective::sendRecv(n, cf, inplace);
+  using msccl::runtime::CollectiveKind;
+  if (k == "AllReduce") return Collective::make(CollectiveKind::AllReduce, n, cf, inplace);
+  if (k == "AllGather") return Collective::make(CollectiveKind::AllGather, n, cf, inplace);
+  if (k == "ReduceScatter") return Collective::make(CollectiveKind::ReduceScatter, n, cf, inplace);
+  if (k == "AllToAll") return Collective::make(CollectiveKind::AllToAll, n, cf, inplace);
+  if (k == "SendRecv") return Collective::make(CollectiveKind::SendRecv, n, cf, inplace);
   if (k == "TestCollective") return Collective::testCollective(n, c.at("input_size"), c.at("output_size"));
   throw std::runtime_error("unknown collective " + k);
 }

@@ -152,3 +152,22 @@ TEST_CASE("ReplicationPolicy::None keeps indices (Python crashes)", "[replicatio
     CHECK(tb.ops[0].dst[0].index == 1);
   }
 }
+
+TEST_CASE("collectives come from the collectives table", "[errors]") {
+  using msccl::runtime::CollectiveKind;
+  // Chunk counts follow the row's InBlocks/OutBlocks: One = chunk_factor, PerRank = n * chunk_factor.
+  Collective ag = Collective::make(CollectiveKind::AllGather, 4, 3, false);
+  CHECK(ag.name == "allgather");
+  CHECK(ag.inputChunks == 3);
+  CHECK(ag.outputChunks == 12);
+  Collective rs = Collective::make(CollectiveKind::ReduceScatter, 4, 3, true);
+  CHECK(rs.inputChunks == 12);
+  CHECK(rs.outputChunks == 3);
+  CHECK(rs.inplace);
+  Collective bc = Collective::make(CollectiveKind::Broadcast, 8, 2, false);
+  CHECK(bc.inputChunks == 2);
+  CHECK(bc.outputChunks == 2);
+  CHECK_THROWS_WITH(Collective::make(CollectiveKind::Other, 2, 1, false),
+                    "the collectives table has no DSL class for collective ``");
+  CHECK_THROWS_WITH(Collective::make(CollectiveKind::AllToAll, 0, 1, false), "Number of ranks must be at least 1, got 0.");
+}

@@ -21,7 +21,7 @@ struct Prog {
   }
   static ProgramOptions options() {
     ProgramOptions o;
-    o.collective = Collective::allReduce(2, 1, true);
+    o.collective = Collective::make(msccl::runtime::CollectiveKind::AllReduce, 2, 1, true);
     return o;
   }
   GpuIR &gpu0() { return p.ir().gpus[0]; }

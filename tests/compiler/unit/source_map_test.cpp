@@ -28,7 +28,7 @@ struct Src {
 TEST_CASE("fused ops keep the first location and list the others; instances share it", "[source]") {
   Src src;
   ProgramOptions o;
-  o.collective = Collective::allGather(2, 2, true);
+  o.collective = Collective::make(msccl::runtime::CollectiveKind::AllGather, 2, 2, true);
   o.instances = 2;
   Program p(o);
   auto ch = p.memoryChannel(1, 0);
@@ -75,7 +75,7 @@ TEST_CASE("fused ops keep the first location and list the others; instances shar
 TEST_CASE("ops built without setSource have no location; the pairing error names the unmatched call", "[source]") {
   Src src;
   ProgramOptions o;
-  o.collective = Collective::allReduce(2, 1, true);
+  o.collective = Collective::make(msccl::runtime::CollectiveKind::AllReduce, 2, 1, true);
   Program p(o);
   auto ch = p.memoryChannel(1, 0);
   ch.signal(0);                 // no location

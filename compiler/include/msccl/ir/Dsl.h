@@ -26,6 +26,7 @@
 #pragma once
 
 #include "msccl/plan/Plan.h"
+#include "msccl/runtime/Collective.h"
 
 #include <llvm/Support/SMLoc.h>
 
@@ -111,23 +112,15 @@ struct Collective {
   bool variable = false;
   int64_t maxBlock = 0;     ///< AllToAllV: the largest count the plan takes (elements; 0 = no bound, no scratch).
 
-  /// AllReduce(num_ranks, chunk_factor, inplace): input = output = n*cf chunks.
-  static Collective allReduce(int64_t numRanks, int64_t chunkFactor, bool inplace);
-  /// AllGather: input cf, output n*cf.
-  static Collective allGather(int64_t numRanks, int64_t chunkFactor, bool inplace);
-  /// ReduceScatter: input n*cf, output cf.
-  static Collective reduceScatter(int64_t numRanks, int64_t chunkFactor, bool inplace);
-  /// AllToAll: input = output = n*cf.
-  static Collective allToAll(int64_t numRanks, int64_t chunkFactor, bool inplace);
+  /// A collective of the collectives table with a DSL class (Collectives.def, Dsl = Yes:
+  /// AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, Broadcast, Reduce), as its class
+  /// `Kind(num_ranks, chunk_factor, inplace)` makes it: the table's name, and input / output
+  /// chunks from its DslIn / DslOut (Cf: chunk_factor, NCf: num_ranks * chunk_factor).
+  /// Throws DslError for a kind without a DSL class (Other).
+  static Collective make(runtime::CollectiveKind kind, int64_t numRanks, int64_t chunkFactor, bool inplace);
   /// AllToAllV(num_ranks, max_block): input = output = n blocks of run-time sizes, never in place.
   /// Throws DslError for max_block < 0.
   static Collective allToAllV(int64_t numRanks, int64_t maxBlock);
-  /// SendRecv: input = output = cf.
-  static Collective sendRecv(int64_t numRanks, int64_t chunkFactor, bool inplace);
-  /// Broadcast from rank 0: input = output = cf.
-  static Collective broadcast(int64_t numRanks, int64_t chunkFactor, bool inplace);
-  /// Reduce to rank 0: input = output = cf (only rank 0's output is defined).
-  static Collective reduce(int64_t numRanks, int64_t chunkFactor, bool inplace);
   /// TestCollective(num_ranks, input_size, output_size): inplace always false, name "test".
   static Collective testCollective(int64_t numRanks, int64_t inputSize, int64_t outputSize);
 };

@@ -11,8 +11,10 @@
 //   - the form of each local reduce, read from its roles (ReduceForm: remote or packet sources,
 //     a local packet copy, sends): the op the compiler's fusion makes of a reduce and what it
 //     merges, and how the MSCCLPPLang reader (LegacyPlan.cpp) reads an old reduce's operands.
-// The executors' dispatch expands the table's Cpu/Cuda columns themselves (cpu/CpuOps.cpp,
-// cuda/Kernel.cu). Every query is constexpr; all but reduceOfForm (a search of the table, host
+// The four machines that execute ops expand their handler columns themselves (Cpu:
+// cpu/CpuOps.cpp, Cuda: cuda/Kernel.cu, Verify: verify/PlanVerifyStep.cpp, Model:
+// sim/Simulate.cpp); which entries an op reads and writes, as plain data or as LL packets, is
+// entryAccess (and syncAccess for the compiler's sync inference). Every query is constexpr; all but reduceOfForm (a search of the table, host
 // only) are usable in device code and compile to a table lookup.
 //
 // Mirrors: mscclpp src/core/include/execution_common.hpp (operation types) and the handlers of
@@ -90,7 +92,7 @@ MSCCL_OPTABLE_HD constexpr OpRow opRow(OpType t) {
   using namespace oprole;
 #define MSCCL_OPTABLE_SIDE(Min, First, Second, Rest) OpSide{uint8_t(Min), EntryRole(First), EntryRole(Second), EntryRole(Rest)}
   switch (t) {
-#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, Cpu, Cuda)                     \
+#define MSCCL_OP(Enum, Json, Shape, Executable, Channels, Traits, Src, Dst, Length, ...)                            \
   case OpType::Enum:                                                                                               \
     return OpRow{OpTraits(Traits), ChannelMask(Channels), MSCCL_OPTABLE_SIDE Src, MSCCL_OPTABLE_SIDE Dst,           \
                  OpLength::Length};
@@ -128,6 +130,23 @@ MSCCL_OPTABLE_HD constexpr bool syncAccess(OpType t, bool isSrc, size_t k) {
   const bool packet = (role & oprole::Pkt) != 0;
   const bool packetReduce = (r.traits & optrait::Reduce) && (r.traits & optrait::Packet);
   return isSrc && packetReduce ? packet : !packet;
+}
+
+/// How op `t` touches entry `k` of its src side (`isSrc`: it reads the entry) or its dst side
+/// (it writes it), read from the entry's role: not at all (Ign, or not a data op), as plain
+/// data, or as LL packets (Pkt). PortPkt entries count as plain here: they are packets only in
+/// the staging of a port transfer, which the executor does, not in the entry's memory. The
+/// effects query of the CPU executor's race checker; the static verifier and the model read
+/// the same roles through OpRow.
+enum class EntryAccess : uint8_t { None, Plain, Packets };
+MSCCL_OPTABLE_HD constexpr EntryAccess entryAccess(OpType t, bool isSrc, size_t k) {
+  const OpRow r = opRow(t);
+  if (!(r.traits & optrait::Data))
+    return EntryAccess::None;
+  const EntryRole role = (isSrc ? r.src : r.dst).role(k);
+  if (role & oprole::Ign)
+    return EntryAccess::None;
+  return (role & oprole::Pkt) ? EntryAccess::Packets : EntryAccess::Plain;
 }
 
 /// Whether op type `t` reads and/or writes LL packets (cpkt, upkt, ppkt, rppkt, *pkt, gstorepkt).

@@ -32,7 +32,7 @@ namespace msccl::runtime {
 
 /// The collectives of Collectives.def (one row each: name, whether it reduces, bus bandwidth).
 enum class CollectiveKind : uint8_t {
-#define MSCCL_COLLECTIVE(Kind, Name, Reduces, BusBw, InBlocks, OutBlocks, InPlace, Traffic, Output, Nccl) Kind,
+#define MSCCL_COLLECTIVE(Kind, ...) Kind,
 #include "msccl/runtime/Collectives.def"
 };
 
@@ -40,6 +40,16 @@ enum class CollectiveKind : uint8_t {
 CollectiveKind collectiveKind(const std::string &collective);
 /// The table's name of `kind` ("" for Other).
 std::string_view collectiveName(CollectiveKind kind);
+
+/// The DSL class of a collective (Collectives.def Dsl, DslIn, DslOut): whether the DSL has
+/// `Kind(num_ranks, chunk_factor, inplace)`, and the chunks per rank of its input and output
+/// buffers: chunk_factor (Cf) or num_ranks * chunk_factor (NCf).
+enum class DslChunks : uint8_t { Cf, NCf };
+struct DslClass {
+  bool exists = false;
+  DslChunks input = DslChunks::Cf, output = DslChunks::Cf;
+};
+DslClass collectiveDslClass(CollectiveKind kind);
 
 /// Whether a collective's end state depends on a reduction op (its reduce_op applies).
 enum class Reduces : uint8_t { No, Yes, Maybe };
