@@ -164,7 +164,7 @@ SessionOptions mscclcSession(llvm::raw_ostream &printed, std::string &dumped) {
       for (ast::Module *m : s.unit().modules)
         frontend::dumpAst(s.astContext(), *m, s.sourceMgr(), os);
     } else if (done == Phase::Elaborate && emit == Emit::Ir) {
-      if (s.legacyProgram()) {
+      if (s.styleProgram()) {
         s.diag().report(s.unit().program->loc, DiagId::err_pass,
                         {"`--emit=ir`: a program in the mscclpplang style has no DSL IR"});
         return false;

@@ -20,7 +20,7 @@
 #include "msccl/driver/VerifyPlan.h"
 #include "msccl/elab/Check.h"
 #include "msccl/ir/IR.h"
-#include "msccl/legacy/LegacyPasses.h"
+#include "msccl/legacy/MscclpplangStyle.h"
 #include "msccl/plan/PlanJson.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -218,13 +218,13 @@ bool CompilerSession::runPhases(Phase upTo) {
   // The map places --source-map's entries and the verifier's findings at the .msccl calls.
   if (program_ && upTo == Phase::Plan && (inv_.sourceMap || !inv_.noVerify))
     sourceMap_ = std::make_unique<backend::SourceMap>(&sourceMgr());
-  if (upTo == Phase::Passes || streaming_ || legacy_) {
+  if (upTo == Phase::Passes || streaming_ || style_) {
     if (!passesPhase() || !after(Phase::Passes))
       return false;
     if (upTo == Phase::Passes || streaming_)
       return true;
   }
-  return (legacy_ ? legacyPlanPhase() : planPhase()) && after(Phase::Plan);
+  return (style_ ? stylePlanPhase() : planPhase()) && after(Phase::Plan);
 }
 
 bool CompilerSession::elaboratePhase() {
@@ -240,10 +240,11 @@ bool CompilerSession::elaboratePhase() {
   eo.maxCallDepth = inv_.maxCallDepth;
   eo.maxPlanSize = inv_.maxPlanSize;
   eo.printStream = options_.printStream;
+  eo.styles = {&legacy::mscclpplangStyle()}; // the plugged-in styles
   elab::ElabResult r = elab::elaborate(unit_, *diag_, eo);
-  legacy_ = std::move(r.legacy);
+  style_ = std::move(r.style);
   program_ = std::move(r.program);
-  if (legacy_)
+  if (style_)
     return true;
   if (!program_)
     return false;
@@ -279,14 +280,20 @@ void CompilerSession::makePipeline() {
   };
 }
 
-/// The passes' checks (backend::prepareStream), or an mscclpplang-style program's passes.
+/// The passes' checks (backend::prepareStream), or a plugged-in style's passes (its plan).
 bool CompilerSession::passesPhase() {
   const llvm::SMLoc loc = unit_.program->loc;
-  if (legacy_) { // its passes report what the Python compiler asserts
+  if (style_) { // its passes report what the Python compiler asserts
     try {
-      legacyText_ = legacy::compileLegacy(*legacy_);
-    } catch (const legacy::LegacyError &e) {
+      const bool native = inv_.planFormat == PlanFormat::Legacy && options_.planForWriting;
+      elab::StylePlan sp = style_->compile(native);
+      legacyText_ = std::move(sp.nativeText);
+      plan_ = std::move(sp.plan);
+    } catch (const elab::StyleError &e) {
       diag_->report(loc, DiagId::err_pass, {e.what()});
+      return false;
+    } catch (const plan::PlanError &e) {
+      diag_->report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
       return false;
     }
     return true;
@@ -310,20 +317,12 @@ bool CompilerSession::planPhase() {
   return true;
 }
 
-/// An mscclpplang-style program's plan: its legacy text as it is (for writing in the legacy
-/// format), or converted to today's format and verified.
-bool CompilerSession::legacyPlanPhase() {
+/// A plugged-in style's plan (made by its passes, converted to today's model by the style):
+/// its own text as it is when written in its format, else verified.
+bool CompilerSession::stylePlanPhase() {
   const llvm::SMLoc loc = unit_.program->loc;
-  if (inv_.planFormat == PlanFormat::Legacy && options_.planForWriting)
+  if (!plan_) // written as its text (legacyPlanText)
     return true;
-  try {
-    // The one plan reader converts the legacy plan (plan/LegacyPlan.h), so this plan is
-    // exactly what `plan-convert` makes of the legacy one.
-    plan_ = plan::parsePlan(legacyText_);
-  } catch (const plan::PlanError &e) {
-    diag_->report(loc, DiagId::err_pass, {std::string("the legacy plan does not convert to today's format: ") + e.what()});
-    return false;
-  }
   return inv_.noVerify || verifyCompiledPlan(*diag_, loc, *plan_, nullptr, inv_.target == Target::Mscclpp);
 }
 

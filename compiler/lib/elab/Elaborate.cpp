@@ -93,11 +93,19 @@ public:
       if (policy <= int64_t(ir::ReplicationPolicy::None))
         po.replicationPolicy = static_cast<ir::ReplicationPolicy>(v.enumMember());
       break;
-    case OptionId::Opt_style:
-      if (v.kind() != ValueKind::Str || (v.as<StrObj>().s != "current" && v.as<StrObj>().s != "mscclpplang"))
-        in_.fail(loc, DiagId::err_bad_program_option, {oi.name, "must be \"current\" or \"mscclpplang\", got " + toString(v, true)});
+    case OptionId::Opt_style: {
+      // "current" or the name of a style the caller plugged in (ElabOptions::styles).
+      std::string names = "\"current\"";
+      bool known = v.kind() == ValueKind::Str && v.as<StrObj>().s == "current";
+      for (const Style *st : in_.options().styles) {
+        names += " or \"" + std::string(st->name()) + "\"";
+        known = known || (v.kind() == ValueKind::Str && v.as<StrObj>().s == st->name());
+      }
+      if (!known)
+        in_.fail(loc, DiagId::err_bad_program_option, {oi.name, "must be " + names + ", got " + toString(v, true)});
       style = v.as<StrObj>().s;
       break;
+    }
     case OptionId::Opt_reuse_resources: po.reuseResources = needBool(); break;
     case OptionId::Opt_num_threads_per_block: po.numThreadsPerBlock = needInt(); break;
     case OptionId::Opt_use_double_scratch_buffer: po.useDoubleScratchBuffer = needBool(); break;
@@ -108,7 +116,7 @@ public:
   }
 
   /// `style` and the raw ReplicationPolicy member (duplicated / packed exist only in the
-  /// mscclpplang style), and whether the program set it.
+  /// mscclpplang style, which reads them through StyleOptions), and whether the program set it.
   std::string style = "current";
   int64_t policy = 0;
   bool policySet = false;
@@ -116,39 +124,6 @@ public:
 private:
   Interp &in_;
 };
-
-/// The options of an mscclpplang-style program (MSCCLPPProgram's arguments); its collective's
-/// chunk_factor is MSCCLPPLang's (chunks per rank of an AllReduce, not per rank and peer).
-legacy::ProgramOptions legacyOptions(const ir::ProgramOptions &po, const OptionReader &r, Interp &in, SMLoc loc) {
-  legacy::ProgramOptions lo;
-  lo.name = po.name.value_or("");
-  const ir::Collective &c = po.collective;
-  legacy::Collective &lc = lo.collective;
-  if (c.name == "allreduce") lc.kind = legacy::CollKind::AllReduce;
-  else if (c.name == "allgather") lc.kind = legacy::CollKind::AllGather;
-  else if (c.name == "reducescatter") lc.kind = legacy::CollKind::ReduceScatter;
-  else if (c.name == "alltoall") lc.kind = legacy::CollKind::AllToAll;
-  else if (c.name == "sendrecv") lc.kind = legacy::CollKind::SendRecv;
-  else in.failDsl(loc, "the mscclpplang style has no collective `" + c.name + "`");
-  lc.numRanks = int(c.numRanks);
-  lc.chunkFactor = c.chunkFactor;
-  lc.inplace = c.inplace;
-  lc.numRanksPerNode = int(c.numRanks);
-  lc.numChunkGroups = lc.kind == legacy::CollKind::AllReduce ? c.numRanks : 1;
-  lo.numRanks = po.numRanks < 0 ? int(c.numRanks) : int(po.numRanks);
-  lo.instances = po.instances;
-  lo.protocol = po.protocol;
-  lo.instrFusion = po.instrFusion;
-  lo.replicationPolicy = !r.policySet || r.policy == 2 ? legacy::Policy::Duplicated
-                         : r.policy == 0              ? legacy::Policy::Interleaved
-                         : r.policy == 3              ? legacy::Policy::Packed
-                                                      : (in.failDsl(loc, "replication policy `none` is not one of MSCCLPPLang's"), legacy::Policy::Duplicated);
-  lo.numThreadsPerBlock = po.numThreadsPerBlock;
-  lo.useDoubleScratchBuffer = po.useDoubleScratchBuffer;
-  lo.minMessageSize = po.minMessageSize;
-  lo.maxMessageSize = po.maxMessageSize;
-  return lo;
-}
 
 /// The plan the program lowers to: every op, threadblock, channel and semaphore of the IR,
 /// `instances` times. Throws err_plan_too_large above `limit`.
@@ -250,13 +225,17 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
       reader.apply(po, static_cast<OptionId>(k), v, SMLoc(), names.str(prog->name));
     }
 
-    if (reader.style == "mscclpplang") {
+    if (reader.style != "current") { // a plugged-in style (Style.h): its program, its builtins
+      const Style *style = nullptr;
+      for (const Style *st : opts.styles)
+        if (st->name() == reader.style)
+          style = st;
       try {
-        result.legacy = std::make_unique<legacy::Program>(legacyOptions(po, reader, in, prog->loc));
-      } catch (const legacy::LegacyError &e) {
+        result.style = style->begin(StyleOptions{po, reader.policy, reader.policySet});
+      } catch (const StyleError &e) {
         in.failDsl(prog->loc, e.what());
       }
-      in.setLegacy(result.legacy.get());
+      in.setStyle(style, result.style.get());
       in.runBody(prog->body, prog->numSlots);
       return result;
     }
@@ -276,7 +255,7 @@ ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions
   } catch (const EvalError &e) {
     report(diag, e);
     result.program.reset();
-    result.legacy.reset();
+    result.style.reset();
   }
   return result;
 }

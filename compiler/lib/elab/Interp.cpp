@@ -115,10 +115,11 @@ void Interp::failDsl(llvm::SMLoc loc, const ir::DslError &e) {
 }
 
 ir::Program &Interp::program(SMLoc loc) {
-  if (!program_ && legacy_) // a program in the mscclpplang style: today's DSL classes do not exist there
+  if (!program_ && style_) // a program of a plugged-in style: today's DSL classes do not exist there
     failDsl(loc, "today's DSL classes (Rank, Buffer, MemoryChannel, PortChannel, SwitchChannel, Semaphore, ...) "
-                 "do not exist in a program of style \"mscclpplang\": write `chunk(rank, buffer, index, size)` and "
-                 "its methods (docs/mscclpplang.md), or drop `style = \"mscclpplang\"`");
+                 "do not exist in a program of style \"" + std::string(style_->name()) +
+                     "\": write `chunk(rank, buffer, index, size)` and its methods (docs/mscclpplang.md), or "
+                     "drop `style = \"" + std::string(style_->name()) + "\"`");
   if (!program_)
     failDsl(loc, std::string(ir::kNoProgramInContext));
   return *program_;

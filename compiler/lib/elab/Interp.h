@@ -41,7 +41,12 @@ public:
   void setParam(uint32_t index, Value v) { params_[index] = std::move(v); paramState_[index] = 2; }
   Value evalGlobal(const ast::Expr *e); ///< with an empty frame
   void runBody(const ast::Block &body, uint32_t numSlots);
-  void setLegacy(legacy::Program *p) { legacy_ = p; }
+  /// Runs the body as a program of `style` (Style.h): its builtins go to `program`.
+  void setStyle(const Style *style, StyleProgram *program) {
+    style_ = style;
+    styleProgram_ = program;
+  }
+  const ElabOptions &options() const { return opts_; }
   void setProgram(ir::Program *p) {
     program_ = p;
     if (p)
@@ -131,10 +136,14 @@ private:
   diag::DiagEngine &diag_;
   const ElabOptions &opts_;
   ir::Program *program_ = nullptr;
-  legacy::Program *legacy_ = nullptr; ///< the mscclpplang style's program, when that style
-  legacy::Program &legacyProgram(llvm::SMLoc loc, const char *what);
-  Value legacyBuiltin(int fn, const std::vector<Value> &a, const std::vector<llvm::SMLoc> &locs, llvm::SMLoc loc);
-  Value legacyMethod(MethodId id, const Value &self, ArgValues &a, const ArgLocs &locs, llvm::SMLoc loc);
+  // A plugged-in style's program (InterpStyle.cpp), when the program is of that style.
+  const Style *style_ = nullptr;
+  StyleProgram *styleProgram_ = nullptr;
+  StyleProgram &styleProgram(llvm::SMLoc loc, const std::string &what);
+  [[noreturn]] void failStyle(const StyleError &e, llvm::ArrayRef<llvm::SMLoc> locs, llvm::SMLoc loc);
+  Value styleCall(BuiltinFnId fn, StyleArgs a, llvm::ArrayRef<llvm::SMLoc> locs, llvm::SMLoc loc);
+  Value styleMethod(MethodId id, const Value &self, StyleArgs a, llvm::ArrayRef<llvm::SMLoc> locs, llvm::SMLoc loc);
+  Value styleAttr(AttrId id, const Value &self, llvm::SMLoc loc);
   Value *fp_ = nullptr; ///< current frame
   std::vector<Ctx> ctx_;
   llvm::DenseMap<const void *, uint32_t> sourceSites_; ///< AST node -> SourceTable site

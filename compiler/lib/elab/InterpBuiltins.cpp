@@ -253,11 +253,11 @@ Value Interp::callBuiltin(const CallExpr *c) {
   case BuiltinFnId::Fn_error: fail(c->loc, DiagId::err_user_error, {toString(a[0])});
   case BuiltinFnId::Fn_chunk:
   case BuiltinFnId::Fn_rank:
-  case BuiltinFnId::Fn_Check: { // the mscclpplang style (InterpLegacy.cpp)
+  case BuiltinFnId::Fn_Check: { // the mscclpplang style's (InterpStyle.cpp)
     std::vector<SMLoc> l;
     for (size_t i = 0; i < a.size(); ++i)
       l.push_back(argLoc(i));
-    return legacyBuiltin(static_cast<int>(id), a, l, c->loc);
+    return styleCall(id, a, l, c->loc);
   }
   }
   return Value();
@@ -667,7 +667,7 @@ Value Interp::callMethod(MethodId id, const Value &self, ArgValues &a, const Arg
     case MethodId::ChunkRef_copy: case MethodId::ChunkRef_copy_packet: case MethodId::ChunkRef_reduce:
     case MethodId::ChunkRef_reduce_packet: case MethodId::ChunkRef_group_load_reduce:
     case MethodId::ChunkRef_group_store: case MethodId::ChunkRef_split: case MethodId::ChunkRef_group:
-    case MethodId::RankRef_barrier: return legacyMethod(id, self, a, locs, loc); // InterpLegacy.cpp
+    case MethodId::RankRef_barrier: return styleMethod(id, self, a, locs, loc); // InterpStyle.cpp
     case MethodId::list_append: case MethodId::map_keys: case MethodId::map_values: case MethodId::map_items:
     case MethodId::map_get: return containerMethod(id, self, a);
     case MethodId::Rank_get_input_buffer: case MethodId::Rank_get_output_buffer: case MethodId::Rank_copy:
@@ -729,11 +729,8 @@ Value Interp::attr(const AttrExpr *x) {
     case AttrId::MemoryChannel_dst_rank: return Value::integer(std::get<ir::MemoryChannel>(h).dstRank());
     case AttrId::PortChannel_src_rank: return Value::integer(std::get<ir::PortChannel>(h).srcRank());
     case AttrId::PortChannel_dst_rank: return Value::integer(std::get<ir::PortChannel>(h).dstRank());
-    case AttrId::ChunkRef_rank: return Value::integer(std::get<legacy::Ref>(h).rank);
-    case AttrId::ChunkRef_buffer:
-      return Value::enumMember(EnumId::BufferType, static_cast<int64_t>(std::get<legacy::Ref>(h).buffer));
-    case AttrId::ChunkRef_index: return Value::integer(std::get<legacy::Ref>(h).index);
-    case AttrId::ChunkRef_size: return Value::integer(std::get<legacy::Ref>(h).size);
+    case AttrId::ChunkRef_rank: case AttrId::ChunkRef_buffer: case AttrId::ChunkRef_index:
+    case AttrId::ChunkRef_size: return styleAttr(*id, obj, x->loc); // InterpStyle.cpp
     case AttrId::ThreadBlockGroup_tb_list: {
       std::vector<Value> items;
       for (int64_t tb : std::get<ir::ThreadBlockGroup>(h).tbList)

@@ -429,7 +429,7 @@ Json threadblockJson(const Threadblock &tb, const RankChannels &chans) {
 
 } // namespace
 
-std::string emitLegacyJson(const Program &program, Lowered &lw) {
+Json emitLegacyJson(const Program &program, Lowered &lw) {
   const ProgramOptions &o = program.options();
   sizeBuffers(o, lw);
   std::vector<RankChannels> chans = numberChannels(lw);
@@ -470,10 +470,10 @@ std::string emitLegacyJson(const Program &program, Lowered &lw) {
   root["use_double_scratch_buffer"] = o.useDoubleScratchBuffer;
   root["min_message_size"] = o.minMessageSize;
   root["max_message_size"] = o.maxMessageSize;
-  return root.dump(2) + "\n";
+  return root;
 }
 
-std::string compileLegacy(Program &program) {
+Json compileLegacy(Program &program) {
   scheduleOps(program);
   optimizeDag(program, program.options().instrFusion);
   Lowered lw = lowerDag(program);

@@ -177,13 +177,14 @@ public:
   elab::Unit &unit() { return unit_; }
   /// The elaborated program (after Elaborate; null for an mscclpplang-style program or on error).
   ir::Program *program() { return program_.get(); }
-  /// The mscclpplang-style program (after Elaborate), or null.
-  legacy::Program *legacyProgram() { return legacy_.get(); }
+  /// The program of a plugged-in style (elab/Style.h; after Elaborate), or null.
+  elab::StyleProgram *styleProgram() { return style_.get(); }
   /// The plan (after Plan), or null: on error, when streaming(), or for the legacy text.
   plan::Plan *plan() { return plan_ ? &*plan_ : nullptr; }
   /// Moves the plan out of the session (after Plan).
   std::optional<plan::Plan> takePlan() { return std::move(plan_); }
-  /// The mscclpplang-style program's plan in the legacy format (after Passes), or "".
+  /// A plugged-in style's plan in its own format (after Passes, when written in that format:
+  /// --plan-format=legacy), or "".
   const std::string &legacyPlanText() const { return legacyText_; }
   /// Phase::Plan left the plan to be streamed from program() with pipeline() (planForWriting).
   bool streaming() const { return streaming_; }
@@ -198,7 +199,7 @@ private:
   bool elaboratePhase();
   bool passesPhase();
   bool planPhase();
-  bool legacyPlanPhase();
+  bool stylePlanPhase();
   void makePipeline();
 
   CompilerInvocation inv_;
@@ -210,7 +211,7 @@ private:
   ast::AstContext ctx_;
   elab::Unit unit_;
   std::unique_ptr<ir::Program> program_;
-  std::unique_ptr<legacy::Program> legacy_;
+  std::unique_ptr<elab::StyleProgram> style_;
   std::string legacyText_;
   std::optional<plan::Plan> plan_;
   passes::PipelineOptions pipeline_;

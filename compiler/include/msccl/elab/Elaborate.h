@@ -19,7 +19,7 @@
 #include "msccl/diag/Diagnostics.h"
 #include "msccl/elab/Loader.h"
 #include "msccl/ir/Dsl.h"
-#include "msccl/legacy/LegacyIR.h"
+#include "msccl/elab/Style.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -49,16 +49,20 @@ struct ElabOptions {
   uint64_t maxPlanSize = uint64_t(1) << 22;
   /// Where print(...) writes (stderr by default).
   llvm::raw_ostream *printStream = nullptr;
+  /// The front-end styles a program may select besides "current" (`style = "NAME"`, Style.h),
+  /// owned by the caller; the compiler session passes the mscclpplang style.
+  std::vector<const Style *> styles;
 };
 
-/// The elaborated program and its plan name.
+/// The elaborated program: today's DSL program, or the program of a plugged-in style.
 struct ElabResult {
   std::unique_ptr<ir::Program> program;
-  /// The program of the mscclpplang style (`style = "mscclpplang"`); `program` is null then.
-  std::unique_ptr<legacy::Program> legacy;
+  /// The program of a plugged-in style (`style = "NAME"`, ElabOptions::styles); `program` is
+  /// null then.
+  std::unique_ptr<StyleProgram> style;
 };
 
-/// Runs the program. Returns a null program (and null legacy) if an error was reported.
+/// Runs the program. Returns a null program (and null style) if an error was reported.
 ElabResult elaborate(const Unit &unit, diag::DiagEngine &diag, const ElabOptions &options);
 
 } // namespace msccl::elab

@@ -11,7 +11,6 @@
 
 #include "msccl/elab/Builtins.h"
 #include "msccl/ir/Dsl.h"
-#include "msccl/legacy/LegacyIR.h"
 
 #include <llvm/ADT/DenseMap.h>
 
@@ -189,9 +188,10 @@ struct LoopContext {
   int64_t unit, numChunks;
 };
 
-/// rank(r) of the mscclpplang style.
-struct LegacyRank {
-  int rank;
+/// A handle of a plugged-in style (Style.h): four words the style alone interprets (the
+/// mscclpplang style: a ChunkRef's rank, buffer, index and size; a RankRef's rank).
+struct StyleHandle {
+  int64_t w[4] = {0, 0, 0, 0};
 };
 
 /// A collective handle, boxed: it is much larger than the other handles and rare, and the
@@ -203,7 +203,7 @@ struct DslObj : HeapObj {
   ClassId cls;
   std::variant<CollectiveBox, ir::Rank, ir::Buffer, ir::Chunk, ir::MemoryChannel, ir::PortChannel,
                ir::SwitchChannel, ir::SwitchChannelRankView, ir::Semaphore, ir::ThreadBlockGroup, LoopContext,
-               legacy::Ref, LegacyRank>
+               StyleHandle>
       handle;
   template <typename T> DslObj(ClassId c, T h) : cls(c), handle(std::move(h)) {}
   MSCCL_POOLED(DslObj)

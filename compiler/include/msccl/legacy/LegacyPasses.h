@@ -10,13 +10,15 @@
 //   lower     (LegacyLower.cpp)     dependencies, scratch offsets, replication over instances
 //                                   (duplicated / interleaved / packed), srcs/dsts in step order
 //   emit      (LegacyEmit.cpp)      buffer sizing, channel numbering, dependency filtering and
-//                                   nop insertion, and the JSON text of LegacyPlanFormat.h
+//                                   nop insertion, and the JSON plan of LegacyPlanFormat.h
 // compileLegacy runs them all. Errors: LegacyError (LegacyIR.h).
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
 #include "msccl/legacy/LegacyIR.h"
+
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -41,10 +43,11 @@ void scheduleOps(Program &program);
 void optimizeDag(Program &program, bool fuse);
 /// lower: dependencies, replication over `instances` with `policy`, lowered refs.
 Lowered lowerDag(Program &program);
-/// emit: the legacy JSON plan text (LegacyPlanFormat.h), ending with a newline.
-std::string emitLegacyJson(const Program &program, Lowered &lowered);
+/// emit: the legacy JSON plan (LegacyPlanFormat.h), its keys in ir.py's order (dump(2) and a
+/// newline give ir.py's text).
+nlohmann::ordered_json emitLegacyJson(const Program &program, Lowered &lowered);
 
 /// All four, in order.
-std::string compileLegacy(Program &program);
+nlohmann::ordered_json compileLegacy(Program &program);
 
 } // namespace msccl::legacy
