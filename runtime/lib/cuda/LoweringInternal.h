@@ -1,8 +1,9 @@
 //===- LoweringInternal.h - Per-op roles of buffer entries (shared by lowering and tests) -===//
 //
 // Which entries of an op are read or written as LL packets, and which entry layouts each op
-// handler needs (spec plan#8). Used by Lowering.cpp for bounds and shape checks, and by
-// the kernel (packetReduceDsts) so that both agree on which entries are packets.
+// handler needs (spec plan#8). Used by Lowering.cpp for bounds and shape checks; the kernel
+// reads the same roles of the op table (plan::entryAccess) so that both agree on which
+// entries are packets.
 //
 //===------------------------------------------------------------------------------------===//
 #pragma once
@@ -16,12 +17,13 @@
 
 namespace msccl::cuda {
 
-// Which entries are packets comes from the op table (plan/OpTable.h): entryIsPacket for the
-// lowering's bounds checks, packetReduceDsts for the kernel, so both agree.
+// Which entries are packets comes from the op table's roles (plan/OpTable.h): entryIsPacket
+// for the lowering's bounds checks, entryAccess in the kernel's packet handler, so both agree.
 using plan::entryIsPacket;
 using plan::isPacketOp;
 
-/// plan::packetReduceDsts for a device op code (DevOp::type).
+/// plan::packetReduceDsts for a device op code (DevOp::type); only the lowering tests call it
+/// now (the kernel reads entryAccess).
 MSCCL_HD inline void packetReduceDsts(uint8_t type, uint32_t nDst, uint32_t &first, uint32_t &end) {
   plan::packetReduceDsts((plan::OpType)type, nDst, first, end);
 }
