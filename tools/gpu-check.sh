@@ -35,7 +35,8 @@ die() { echo "gpu-check: $*" >&2; exit 2; }
 
 # The stdlib matrix that travels: algorithm, plan label, -D defines, msccl-run arguments.
 # Every algorithm at 2, 4 and 8 ranks (the hierarchical and multi-node ones as 2 nodes of 1, 2
-# nodes of 2, 4 nodes of 2 and 2 nodes of 4), Simple and LL (LL16, and LL8 where named), several
+# nodes of 2, 4 nodes of 2 and 2 nodes of 4; hierarchical_nvls, a switch channel per node, not
+# at 1 rank per node), Simple and LL (LL16, and LL8 where named), several
 # data types.
 stdlib_matrix() {
   local r
@@ -62,6 +63,7 @@ stdlib_matrix() {
     local n=${s%x*} p=${s#*x}
     echo "allreduce/hierarchical n$s ranks=$n,ranks_per_node=$p -d float32"
     echo "allgather/hierarchical n$s ranks=$n,ranks_per_node=$p -d int32"
+    ((p < 2)) || echo "allreduce/hierarchical_nvls n$s ranks=$n,ranks_per_node=$p -d float32"
     echo "alltoall/multinode n$s ranks=$n,ranks_per_node=$p -d float32"
     echo "alltoallv/multinode n$s ranks=$n,ranks_per_node=$p -d float32 --counts skewed"
   done

@@ -60,6 +60,16 @@ stdlib_run(allreduce/hierarchical_rsag n2x8-c4-i8 DEFINES ranks=16 ranks_per_nod
 stdlib_run(allreduce/hierarchical_rsag n10x2 DEFINES ranks=20 ranks_per_node=2 DTYPE int32 MODES out-of-place)
 stdlib_run(allreduce/hierarchical_rsag n2x9 DEFINES ranks=18 ranks_per_node=9 DTYPE int32 MODES in-place)
 stdlib_refuse(allreduce/hierarchical_rsag one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
+# The unfused switch reduce (glre) is ours only (MSCCL++'s loader refuses it): TARGET msccl,
+# which also lifts the 64-op limit that chunks=16 exceeds.
+stdlib_run(allreduce/hierarchical_nvls n2x2 TARGET msccl DEFINES ranks=4 ranks_per_node=2)
+stdlib_run(allreduce/hierarchical_nvls n3x4-c2 TARGET msccl DEFINES ranks=12 ranks_per_node=4 chunks=2 DTYPE int32)
+stdlib_run(allreduce/hierarchical_nvls n2x8-c4-i2 TARGET msccl DEFINES ranks=16 ranks_per_node=8 chunks=4 instances=2 DTYPE bfloat16 MODES out-of-place)
+stdlib_run(allreduce/hierarchical_nvls n2x8-c16 TARGET msccl DEFINES ranks=16 ranks_per_node=8 chunks=16 DTYPE int32 MODES in-place)
+stdlib_run(allreduce/hierarchical_nvls n4x2-c3 TARGET msccl DEFINES ranks=8 ranks_per_node=2 chunks=3 DTYPE float16)
+stdlib_run(allreduce/hierarchical_nvls n2x4-cuda-host TARGET msccl BACKEND cuda-host DEFINES ranks=8 ranks_per_node=4 chunks=2 MODES out-of-place)
+stdlib_refuse(allreduce/hierarchical_nvls one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
+stdlib_refuse(allreduce/hierarchical_nvls one-per-node "needs at least 2 ranks per node" DEFINES ranks=4 ranks_per_node=1)
 stdlib_refuse(allreduce/hierarchical one-node "needs at least 2 nodes" DEFINES ranks=8 ranks_per_node=8)
 
 stdlib_run(allreduce/rabenseifner r2 DEFINES ranks=2)

@@ -223,6 +223,31 @@ TEST_CASE("msccl-tune's command line", "[tune]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("--target msccl keeps candidates over MSCCL++'s per-threadblock limits", "[tune]") {
+  // A 16-chunk pipeline of the NVLS hierarchical AllReduce has 71 ops on a threadblock: over
+  // MSCCL++'s 64 (left out by default, with the reason), within this project's executors'.
+  Candidate c;
+  c.algorithm = "allreduce/hierarchical_nvls";
+  c.hasInplaceParam = true;
+  c.defines = {{"ranks", "16"}, {"ranks_per_node", "8"}, {"chunks", "16"}, {"inplace", "false"}};
+  std::string why;
+  CHECK_FALSE(compileCandidate(c, kStdlib, false, why));
+  CHECK_THAT(why, Catch::Contains("exceed the executor limit of 64"));
+  why.clear();
+  auto plan = compileCandidate(c, kStdlib, false, why, driver::Target::Msccl);
+  REQUIRE(plan);
+  CHECK(why.empty());
+  size_t most = 0;
+  for (const plan::Threadblock &tb : plan->gpus[0].threadblocks)
+    most = std::max(most, tb.ops.size());
+  CHECK(most > 64);
+  // The command line: --target takes mscclpp or msccl.
+  std::ostringstream out, err;
+  const char *bad[] = {"msccl-tune", "--target", "nccl"};
+  CHECK(runTune(3, bad, out, err) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--target: nccl"));
+}
+
 TEST_CASE("the model's candidates replay on several threads with the same result", "[tune]") {
   const runtime::sim::Topology topo = runtime::sim::loadTopology("pcie-tree");
   TuneOptions one = quickOptions(64 << 20), three = one;

@@ -184,8 +184,9 @@ std::vector<Candidate> synthCandidates(const std::string &collective, const Topo
 }
 
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
-                                                   std::string &why) {
+                                                   std::string &why, driver::Target target) {
   driver::CompilerInvocation inv;
+  inv.target = target;
   inv.input = c.source.empty() ? "stdlib:" + c.algorithm : "-";
   inv.stdlibDir = stdlibDir;
   for (const auto &[k, v] : c.defines)
@@ -246,10 +247,10 @@ namespace {
 /// Compile (proving) every candidate of `e` in place or not; a grid point whose plan is the same
 /// as an earlier candidate's (a parameter at its default, a value the program clamps) is left
 /// out: it would be timed the same.
-void compileAll(Envelope &e, bool inPlace, const std::string &stdlib) {
+void compileAll(Envelope &e, bool inPlace, const std::string &stdlib, driver::Target target) {
   std::map<std::string, std::string> seen; // plan text (name aside) -> first candidate's label
   for (Candidate &c : e.candidates) {
-    c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut);
+    c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut, target);
     c.seconds.assign(e.sizes.size(), -1);
     if (c.plan) {
       plan::Plan unnamed = *c.plan;
@@ -330,7 +331,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   if (o.synth)
     for (Candidate &c : synthCandidates(collective, topo, ranks, stdlib, o.quick))
       e.candidates.push_back(std::move(c));
-  compileAll(e, inPlace, stdlib);
+  compileAll(e, inPlace, stdlib, o.target);
   if (!o.backend.empty() && o.backend != "sim") {
     // Measured: one executor, one candidate at a time (they share the device).
     std::unique_ptr<runtime::Executor> measure = runtime::createExecutor(o.backend);

@@ -18,6 +18,7 @@
 //===------------------------------------------------------------------------------------===//
 #pragma once
 
+#include "msccl/driver/Session.h"
 #include "msccl/plan/Plan.h"
 #include "msccl/runtime/SimExecutor.h"
 
@@ -58,6 +59,11 @@ struct TuneOptions {
   /// AllReduce).
   bool synth = true;
   std::string stdlibDir;               ///< "" = mscclc's default
+  /// --target mscclpp|msccl (mscclc's --target): mscclpp (default) keeps only plans MSCCL++'s
+  /// executor also runs (its 64 ops and 16 channels per threadblock; no unfused switch reduce);
+  /// msccl lifts those limits for plans that only this project's executors (the API, the NCCL
+  /// shim, msccl-run --target=msccl) run, e.g. deep pipelines (chunks=16).
+  driver::Target target = driver::Target::Mscclpp;
 };
 
 /// One point of the search: a stdlib algorithm with its -D values.
@@ -115,9 +121,9 @@ std::vector<Candidate> synthCandidates(const std::string &collective, const runt
                                        uint32_t ranks, const std::string &stdlibDir, bool quick);
 
 /// Compile `c` with mscclc's driver (in place when `inPlace` and the program has `inplace`),
-/// which proves the plan; null with the error's first line in `why`.
+/// which proves the plan for `target`'s executors; null with the error's first line in `why`.
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
-                                                   std::string &why);
+                                                   std::string &why, driver::Target target = driver::Target::Mscclpp);
 
 /// Compile (proving each plan; in place or not, by `inPlace`) and simulate every candidate at
 /// every size, then pick the winner per size: the fastest, unless an earlier candidate is within

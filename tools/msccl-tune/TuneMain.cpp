@@ -20,7 +20,7 @@ namespace {
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
         "                  [--max-bytes S] [--dtype T] [--quick] [--no-synth] [--backend NAME] [--verbose]\n"
-        "                  [--jobs N] [--stdlib DIR]\n"
+        "                  [--jobs N] [--stdlib DIR] [--target mscclpp|msccl]\n"
         "                  [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks, peers_per_tb, unit) on the performance model, keeps the plans the verifier proves, and prints the\n"
@@ -37,6 +37,9 @@ void usage(std::ostream &os) {
         "                  spanning-path packings for the topology, at pipeline windows 64K, 256K, 1M)\n"
         "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
         "                  results checked) instead of the model; the bound stays model output\n"
+        "  --target        mscclpp (default): plans MSCCL++'s executor runs too (64 ops per threadblock,\n"
+        "                  ...); msccl: this project's executors only (the API, the NCCL shim,\n"
+        "                  msccl-run --target=msccl), which lifts those limits (deeper pipelines)\n"
         "  --install       -o the installed plans directory, which libmsccl_nccl.so loads when MSCCL_PLANS\n"
         "                  is unset ($MSCCL_INSTALLED_PLANS, $XDG_DATA_HOME/msccl/plans or\n"
         "                  ~/.local/share/msccl/plans)\n";
@@ -75,7 +78,7 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
     } else if (a == "--no-synth") {
       o.synth = false;
     } else if (a == "--topology" || a == "--collective" || a == "--dtype" || a == "--stdlib" || a == "-o" ||
-               a == "--backend" ||
+               a == "--backend" || a == "--target" ||
                a == "--ranks" || a == "--min-bytes" || a == "--max-bytes" || a == "--jobs") {
       if (!(v = value(a.c_str())))
         return 2;
@@ -85,6 +88,13 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       else if (a == "--stdlib") o.stdlibDir = *v;
       else if (a == "-o") o.outDir = *v;
       else if (a == "--backend") o.backend = *v;
+      else if (a == "--target") {
+        if (*v != "mscclpp" && *v != "msccl") {
+          err << "msccl-tune: bad value for --target: " << *v << " (mscclpp or msccl)\n";
+          return 2;
+        }
+        o.target = *v == "msccl" ? driver::Target::Msccl : driver::Target::Mscclpp;
+      }
       else {
         std::optional<uint64_t> n = runtime::parseMessageSize(*v);
         if (!n || (a == "--ranks" && *n > 1024) || (a == "--jobs" && (*n == 0 || *n > 1024))) {

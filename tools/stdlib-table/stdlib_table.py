@@ -45,6 +45,7 @@ SHAPES = {
     "allreduce/nvls": [{"ranks": 8}, {"ranks": 16}],
     "allreduce/hierarchical": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     "allreduce/hierarchical_rsag": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
+    "allreduce/hierarchical_nvls": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     "allreduce/rabenseifner": [{"ranks": 8}, {"ranks": 16}],
     "allreduce/twod": [{"ranks": 8, "cols": 4}, {"ranks": 16, "cols": 4}],
     "allgather/allpairs": [{"ranks": 8}, {"ranks": 16}],
@@ -98,6 +99,7 @@ SIM_CANDIDATES = {
     "multi": [
         ("allreduce/hierarchical", {}),
         ("allreduce/hierarchical_rsag", {}), ("allreduce/hierarchical_rsag", {"instances": 8, "chunks": 4}),
+        ("allreduce/hierarchical_nvls", {"instances": 8, "chunks": 4}),
         ("allgather/hierarchical", {}), ("allgather/hierarchical", {"instances": 8, "chunks": 4}),
         ("reducescatter/hierarchical", {}), ("reducescatter/hierarchical", {"instances": 8, "chunks": 4}),
         ("alltoall/multinode", {}), ("alltoall/multinode", {"instances": 2}),
