@@ -99,7 +99,6 @@ SIM_CANDIDATES = {
     "multi": [
         ("allreduce/hierarchical", {}),
         ("allreduce/hierarchical_rsag", {}), ("allreduce/hierarchical_rsag", {"instances": 8, "chunks": 4}),
-        ("allreduce/hierarchical_nvls", {"instances": 8, "chunks": 4}),
         ("allgather/hierarchical", {}), ("allgather/hierarchical", {"instances": 8, "chunks": 4}),
         ("reducescatter/hierarchical", {}), ("reducescatter/hierarchical", {"instances": 8, "chunks": 4}),
         ("alltoall/multinode", {}), ("alltoall/multinode", {"instances": 2}),
