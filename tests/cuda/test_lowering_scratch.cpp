@@ -141,26 +141,19 @@ TEST_CASE("reuse_resources: scratch windows wrap inside the slot", "[cuda][lower
 
 TEST_CASE("packet reduce ops write as packets exactly the entries checked as packets", "[cuda][lowering]") {
   using plan::ChannelType;
+  using plan::EntryAccess;
   using plan::OpType;
+  // The kernel's packet handler writes the entries plan::entryAccess calls Packets; the lowering
+  // bounds-checks those entryIsPacket names. Both read the same roles and must agree.
   for (OpType t : {OpType::ReducePackets, OpType::ReduceCopyPackets, OpType::ReduceSendPackets, OpType::ReduceCopySendPackets}) {
-    for (uint32_t nd = 1; nd <= 4; ++nd) {
-      INFO(plan::opName(t) << " with " << nd << " dst entries");
-      uint32_t first = 0, end = 0;
-      packetReduceDsts((uint8_t)t, nd, first, end);
-      CHECK(end <= nd);
-      for (uint32_t k = 0; k < nd; ++k) {
-        bool written = k >= first && k < end;
-        // rcpkt refuses extra entries in its shape check; within 2 entries it must agree.
-        if (t == OpType::ReduceCopyPackets && k >= 2) continue;
-        CHECK(entryIsPacket(t, ChannelType::Memory, false, k) == written);
-      }
+    for (uint32_t k = 0; k < 4; ++k) {
+      INFO(plan::opName(t) << " dst entry " << k);
+      CHECK((plan::entryAccess(t, false, k) == EntryAccess::Packets) == entryIsPacket(t, ChannelType::Memory, false, k));
     }
+    CHECK(plan::entryAccess(t, false, 0) == EntryAccess::Plain); // the accumulator copy
   }
-  uint32_t first = 0, end = 0;
-  packetReduceDsts((uint8_t)OpType::ReducePackets, 3, first, end);
-  CHECK(first == end); // repkt ignores extra dst entries, as the CPU executor and MSCCL++
-  packetReduceDsts((uint8_t)OpType::ReduceSendPackets, 3, first, end);
-  CHECK((first == 1 && end == 3));
+  CHECK(plan::entryAccess(OpType::ReducePackets, false, 2) == EntryAccess::None); // ignored, as by MSCCL++
+  CHECK(plan::entryAccess(OpType::ReduceSendPackets, false, 2) == EntryAccess::Packets);
 }
 
 TEST_CASE("repkt with an extra dst entry lowers and is checked as plain data", "[cuda][lowering]") {
@@ -178,9 +171,7 @@ TEST_CASE("repkt with an extra dst entry lowers and is checked as plain data", "
   REQUIRE_NOTHROW(r = lowerForDevice(p, 64, 128));
   const DevOp &op = r[0].ops.at(0);
   CHECK(op.nDst == 2);
-  uint32_t first = 0, end = 0;
-  packetReduceDsts(op.type, op.nDst, first, end);
-  CHECK(first == end);
+  CHECK(plan::entryAccess(plan::OpType(op.type), false, 1) == plan::EntryAccess::None); // nothing writes packets there
   // rcpkt with the same entries writes dst[1] as packets: [128, 256) is past the output.
   p.gpus[0].threadblocks[0].ops[0].type = plan::OpType::ReduceCopyPackets;
   CHECK_THROWS_WITH(lowerForDevice(p, 64, 128), Catch::Contains("dst_buff[1]: bytes [128, 256) (packets) exceed the output buffer"));

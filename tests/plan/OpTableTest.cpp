@@ -90,27 +90,30 @@ TEST_CASE("op table packet roles", "[optable]") {
   // Packet reduces: src[0] is the plain accumulator, the other sources are packets.
   CHECK_FALSE(entryIsPacket(OpType::ReduceSendPackets, ChannelType::Memory, true, 0));
   CHECK(entryIsPacket(OpType::ReduceSendPackets, ChannelType::Memory, true, 5));
-  uint32_t first = 7, end = 7;
-  packetReduceDsts(OpType::ReducePackets, 3, first, end);
-  CHECK(first == end); // repkt writes no packets; extra entries are ignored
-  packetReduceDsts(OpType::ReduceCopyPackets, 3, first, end);
-  CHECK((first == 1 && end == 2));
-  packetReduceDsts(OpType::ReduceSendPackets, 4, first, end);
-  CHECK((first == 1 && end == 4));
-  packetReduceDsts(OpType::ReduceCopySendPackets, 0, first, end);
-  CHECK((first == 1 && end == 1));
-  packetReduceDsts(OpType::Copy, 4, first, end);
-  CHECK((first == 0 && end == 0));
-  // The packet entries the kernel writes are exactly the dst entries the roles call packets.
-  for (OpType t : {OpType::ReducePackets, OpType::ReduceCopyPackets, OpType::ReduceSendPackets,
-                   OpType::ReduceCopySendPackets})
-    for (uint32_t nd = 1; nd <= 4; ++nd) {
-      packetReduceDsts(t, nd, first, end);
-      for (uint32_t k = 0; k < nd; ++k) {
-        INFO(nameOf(t) << " with " << nd << " dst entries, entry " << k);
-        CHECK(entryIsPacket(t, ChannelType::Memory, false, k) == (k >= first && k < end));
+  // Packet reduces write the accumulator copy dst[0] as plain data; recpkt's dst[1] and
+  // respkt's/recspkt's dst[1..] as packets; repkt's extra entries are ignored (as by MSCCL++).
+  CHECK(entryAccess(OpType::ReducePackets, false, 0) == EntryAccess::Plain);
+  CHECK(entryAccess(OpType::ReducePackets, false, 1) == EntryAccess::None);
+  CHECK(entryAccess(OpType::ReduceCopyPackets, false, 1) == EntryAccess::Packets);
+  CHECK(entryAccess(OpType::ReduceSendPackets, false, 3) == EntryAccess::Packets);
+  CHECK(entryAccess(OpType::ReduceCopySendPackets, false, 0) == EntryAccess::Plain);
+  CHECK(entryAccess(OpType::Copy, false, 0) == EntryAccess::Plain);
+  // Of the entries an op touches, those the kernel's packet handler reads or writes as packets
+  // (entryAccess) are exactly those the lowering bounds-checks as packets (entryIsPacket), for
+  // every data op over memory channels. (Entries the op ignores may keep their packet role: the
+  // lowering then checks them as packets, the larger footprint, and nothing touches them.)
+  for (unsigned i = 0; i < kNumOpTypes; ++i) {
+    const OpType t = opAt(i);
+    if (!opHas(t, optrait::Data))
+      continue;
+    for (bool isSrc : {true, false})
+      for (size_t k = 0; k < 6; ++k) {
+        INFO(nameOf(t) << (isSrc ? " src" : " dst") << " entry " << k);
+        if (entryAccess(t, isSrc, k) == EntryAccess::None)
+          continue;
+        CHECK((entryAccess(t, isSrc, k) == EntryAccess::Packets) == entryIsPacket(t, ChannelType::Memory, isSrc, k));
       }
-    }
+  }
 }
 
 TEST_CASE("each local reduce has its own form, read from its roles", "[optable]") {

@@ -66,6 +66,14 @@ TEST_CASE("MSCCL++ hazards are warnings naming the alternative", "[checks]") {
   auto f = checkPlanShape(oneRank({re, flush}));
   CHECK(has(f, "ops[0].reduce_op: reduce_op `max`: the MSCCL++ executor ignores reduce_op and always sums", true));
   CHECK(has(f, "use `put_with_signal_and_flush` (`pwsf`)", true));
+  Op glre = copyOp(OpType::Copy, BufferType::Input, BufferType::Output);
+  glre.type = OpType::MultiLoadReduce; // only its type matters to the hazard
+  CHECK(has(checkPlanShape(oneRank({glre})), "`glre` (an unfused switch reduce) is rejected by the MSCCL++ loader", true));
+  // For this project's executors (--target msccl) none of them is a hazard: they run flush and
+  // glre and honour reduce_op.
+  for (const Finding &x : checkPlanShape(oneRank({re, flush, glre}), false))
+    CHECK_THAT(x.message, !Catch::Contains("MSCCL++ executor ignores") && !Catch::Contains("pwsf") &&
+                              !Catch::Contains("MSCCL++ loader"));
 }
 
 TEST_CASE("executor limits of validatePlan are included", "[checks]") {

@@ -95,6 +95,14 @@ void localDataAccess(const Op &op, size_t id, std::vector<DataAccess> &out) {
     if (plan::syncAccess(op.kind, true, i)) out.push_back(access(id, op.localSrc[i], Access::Read));
   for (size_t i = 0; i < op.localDst.size(); ++i) // packet destinations are localPktDst, never accesses
     if (plan::syncAccess(op.kind, false, i)) out.push_back(access(id, op.localDst[i], Access::Write));
+  // A switch op keeps its one local entry in userChunk: glre's dst_buff[0], gstore's and
+  // gstorepkt's src_buff[0]; the other side is the switch channel, which syncAccess does not
+  // count, and neither gstorepkt's packets; glres has no local entry (both sides switch).
+  if (plan::isSwitchOp(op.kind)) {
+    const LocalChunk user{op.userChunk.buffer, op.userChunk.index, op.userChunk.size};
+    if (plan::syncAccess(op.kind, true, 0)) out.push_back(access(id, user, Access::Read));
+    if (plan::syncAccess(op.kind, false, 0)) out.push_back(access(id, user, Access::Write));
+  }
 }
 } // namespace
 

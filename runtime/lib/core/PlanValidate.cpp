@@ -337,8 +337,10 @@ struct Checker {
     const ChannelType ct = op.channelType.value_or(ChannelType::None);
     if (!opIsExecutable(op.type) && !opt.allowGlre)
       error(p + ".name", "Invalid operation type: " + std::string(opName(op.type)) +
-                             " (the MSCCL++ executor does not run the unfused switch reduce; fuse it with a "
-                             "broadcast into glres)");
+                             (op.type == OpType::MultiLoadReduce
+                                  ? " (the MSCCL++ executor does not run the unfused switch reduce; fuse it with a "
+                                    "broadcast into glres)"
+                                  : " (not an MSCCL++ executor op: it runs on this project's executors only)"));
     // channel_ids.
     if (op.channelIds) {
       const auto &ids = *op.channelIds;

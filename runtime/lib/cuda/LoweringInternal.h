@@ -22,12 +22,6 @@ namespace msccl::cuda {
 using plan::entryIsPacket;
 using plan::isPacketOp;
 
-/// plan::packetReduceDsts for a device op code (DevOp::type); only the lowering tests call it
-/// now (the kernel reads entryAccess).
-MSCCL_HD inline void packetReduceDsts(uint8_t type, uint32_t nDst, uint32_t &first, uint32_t &end) {
-  plan::packetReduceDsts((plan::OpType)type, nDst, first, end);
-}
-
 /// Checks that the op has the entries its handler reads, as its op table row says: counts,
 /// locations (local, remote, switch), refused extra entries, the channel type when an entry is
 /// remote, one port channel id per dst entry for the put family, and the row's length rule.

@@ -90,12 +90,9 @@ struct Checker {
     out.push_back(std::move(f));
   }
 
-  void op(const Op &o, const std::string &path, bool inPipeline, const IterContext *ctx) {
-    const bool ll = plan.protocol == "LL";
-    if (runtime::isPacketOp(o.type) && !ll)
-      add(FindingKind::Plan, false, path,
-          "packet op `" + std::string(opName(o.type)) + "` in a plan with protocol `" + plan.protocol +
-              "`: the MSCCL++ executor sizes scratch for packets only under `LL` (use protocol LL or plain ops)");
+  /// Hazards of the MSCCL++ executor only: flush (a no-op there), a reduce_op other than sum
+  /// (ignored there), and ops its loader rejects (glre and any op the table marks not executable).
+  void mscclppHazards(const Op &o, const std::string &path) {
     if (o.type == OpType::Flush)
       add(FindingKind::Hazard, true, path,
           "`flush` is a no-op in the MSCCL++ kernel (its channel count comes from dst_buff, which is empty): "
@@ -108,6 +105,23 @@ struct Checker {
       add(FindingKind::Hazard, true, path,
           "`glre` (an unfused switch reduce) is rejected by the MSCCL++ loader: follow the reduce by a switch "
           "broadcast of the same chunk on the same threadblock so that fusion makes a `glres`");
+    else if (!opIsExecutable(o.type)) // any other op the table marks as not run by MSCCL++
+      add(FindingKind::Hazard, true, path,
+          "`" + std::string(opName(o.type)) +
+              "` is not an MSCCL++ executor op: the MSCCL++ loader rejects the plan (this project's executors run it)");
+  }
+
+  void op(const Op &o, const std::string &path, bool inPipeline, const IterContext *ctx) {
+    const bool ll = plan.protocol == "LL";
+    if (runtime::isPacketOp(o.type) && !ll)
+      add(FindingKind::Plan, false, path,
+          "packet op `" + std::string(opName(o.type)) + "` in a plan with protocol `" + plan.protocol +
+              "`: the MSCCL++ executor sizes scratch for packets only under `LL` (use protocol LL or plain ops)");
+    // The MSCCL++ executor's own hazards: this project's executors run flush, honour reduce_op and
+    // run every op of the table, so for them (deviceLimits false: mscclc/msccl-verify --target
+    // msccl) these would be noise.
+    if (deviceLimits)
+      mscclppHazards(o, path);
     if (inPipeline && ctx && runtime::honoursPipeline(o.type)) {
       auto entries = [&](const std::vector<BufferRef> &v, const char *side) {
         for (size_t j = 0; j < v.size(); ++j)

@@ -92,3 +92,22 @@ TEST_CASE("a packet reduce reads its packet sources, not its accumulator (plan::
   r.copy(s.slice(1, 2), in.slice(7, 8), 0); // w s1: conflicts with the read of the packet source
   CHECK(names(deps(p)) == "repkt copy nop copy");
 }
+
+TEST_CASE("an unfused switch reduce writes its local chunk and a switch store reads it (plan::syncAccess)", "[dependency]") {
+  // The Python DSL gives switch ops no local accesses, so a chunk reduced through the switch and
+  // then multicast from the same threadblock at another offset got no barrier between the two.
+  Program p(msccl::test::testOptions(2, 4, 4));
+  auto r0 = p.rank(0);
+  auto out = r0.getOutputBuffer();
+  auto swIn = p.switchChannel({0, 1}, BufferType::Input);
+  auto swOut = p.switchChannel({0, 1}, BufferType::Output);
+  swIn.atRank(0).reduce(2, 1, out.slice(2, 3), 0);     // glre: w o2 (not fused: other offset)
+  swOut.atRank(0).broadcast(out.slice(2, 3), 3, 1, 0); // gstore: r o2 -> nop
+  r0.copy(out.slice(0, 1), out.slice(1, 2), 0);        // r o1, w o0: no conflict
+  r0.copy(out.slice(2, 3), out.slice(3, 4), 0);        // w o2 after gstore's read -> nop
+  CHECK(names(deps(p)) == "glre nop gstore copy nop copy");
+  // A store of a chunk no earlier op of the threadblock touched needs no barrier.
+  swOut.atRank(0).broadcast(out.slice(1, 2), 1, 1, 1);
+  swIn.atRank(0).reduce(0, 1, out.slice(3, 4), 1);
+  CHECK(names(deps(p, 1)) == "gstore glre");
+}

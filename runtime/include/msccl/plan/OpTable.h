@@ -120,11 +120,15 @@ MSCCL_OPTABLE_HD constexpr bool entryIsPacket(OpType t, ChannelType ct, bool isS
 /// Whether entry `k` of the src (`isSrc`) or dst side of op `t`, when it is a local entry, is a
 /// data access for the compiler's sync inference (passes/Dependency.cpp; the Python DSL's
 /// local_data_access(sync_purpose=True)): local entries not addressed as packets, except that a
-/// packet reduce counts its packet sources and not its accumulator (src_buff[0]), and that no
-/// entry of a switch-channel op counts. The op's reads are src entries, its writes dst entries.
+/// packet reduce counts its packet sources and not its accumulator (src_buff[0]). The op's reads
+/// are src entries, its writes dst entries. Unlike the Python DSL, which gives its switch ops no
+/// local accesses, the local dst of an unfused switch reduce (glre) and the local src of a switch
+/// store (gstore) count: a threadblock that reduces a chunk and then multicasts it, or
+/// load-reduces a chunk and then puts it to a peer, gets the barrier its threads need between
+/// the two (the Python DSL's plans never have either pair: fusion makes them a glres).
 MSCCL_OPTABLE_HD constexpr bool syncAccess(OpType t, bool isSrc, size_t k) {
   const OpRow r = opRow(t);
-  if (!(r.traits & optrait::Data) || (r.traits & optrait::Switch)) return false;
+  if (!(r.traits & optrait::Data)) return false;
   const EntryRole role = (isSrc ? r.src : r.dst).role(k);
   if ((role & oprole::LocMask) != oprole::L && (role & oprole::LocMask) != oprole::A) return false;
   const bool packet = (role & oprole::Pkt) != 0;
@@ -199,20 +203,6 @@ constexpr std::optional<OpType> reduceOfForm(ReduceForm f) {
     if (isReduceFamily(OpType(i)) && reduceForm(OpType(i)) == f)
       return OpType(i);
   return std::nullopt;
-}
-
-/// dst_buff entries [first, end) that a packet reduce op (repkt, recpkt, respkt, recspkt)
-/// writes as packets, given its `nDst` entries: the dst roles with Pkt (none for repkt, whose
-/// extra entries are ignored as by the CPU executor and MSCCL++; dst[1] for recpkt; dst[1..]
-/// for respkt and recspkt). Other ops: first = end = 0. The kernel writes exactly these; the
-/// lowering bounds-checks them as packets (entryIsPacket).
-MSCCL_OPTABLE_HD constexpr void packetReduceDsts(OpType t, uint32_t nDst, uint32_t &first, uint32_t &end) {
-  first = end = 0;
-  if (!isPacketReduce(t))
-    return;
-  const OpSide d = opRow(t).dst; // dst[0] is the plain accumulator copy
-  first = 1;
-  end = (d.rest & oprole::Pkt) ? (nDst < 1 ? 1 : nDst) : (d.second & oprole::Pkt) ? (nDst < 2 ? 1 : 2) : 1;
 }
 
 } // namespace msccl::plan

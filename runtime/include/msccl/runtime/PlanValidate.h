@@ -43,8 +43,9 @@ struct PlanDiagnostic {
 
 /// Options of the checks.
 struct ValidateOptions {
-  /// Accept `glre` (the DSL's unfused switch reduce). The reference rejects it (plan#11.13); our CPU
-  /// executor runs it, so the CPU backend passes true.
+  /// Accept the ops the op table marks not executable by MSCCL++ (today only `glre`, the DSL's
+  /// unfused switch reduce). The reference rejects them (plan#11.13); our executors run them, so
+  /// they pass true. (The name is historical: it covers every such op.)
   bool allowGlre = false;
   /// Enforce the MSCCL++ executor's per-threadblock table sizes (ops <= 64 incl. pipeline inner
   /// ops, <= 16 channels and <= 16 remote buffers of a type; spec plan#9). false drops those

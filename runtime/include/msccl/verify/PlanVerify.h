@@ -80,10 +80,11 @@ struct Finding {
 };
 
 /// Checks of item 1. Errors for what validatePlan or the MSCCL++ loader reject or mis-read;
-/// warnings (Hazard) for flush, non-sum reduce_op and glre. Never throws.
-/// deviceLimits = false (msccl-verify --target msccl) reports the MSCCL++ executor's
-/// per-threadblock table limits (runtime::PlanDiagnostic::deviceLimit) as warnings marked
-/// Finding::deviceLimit: the plan then runs on this project's executors, not on MSCCL++'s.
+/// warnings (Hazard) for flush, non-sum reduce_op, glre and other ops MSCCL++ does not run.
+/// Never throws. deviceLimits = false (mscclc and msccl-verify --target msccl: the plan runs on
+/// this project's executors, not on MSCCL++'s) reports the MSCCL++ executor's per-threadblock
+/// table limits (runtime::PlanDiagnostic::deviceLimit) as warnings marked Finding::deviceLimit
+/// and leaves out those four hazards, which concern the MSCCL++ executor only.
 std::vector<Finding> checkPlanShape(const plan::Plan &plan, bool deviceLimits = true);
 
 /// Splits every signal/wait/rlxsignal/rlxwait/flush op over more than 8 channel ids into
