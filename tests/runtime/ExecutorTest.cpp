@@ -191,3 +191,28 @@ TEST_CASE("the executor's per-threadblock limits are options; gpu-level channel 
   CHECK_FALSE(bad[0].deviceLimit);
   CHECK_THAT(bad[0].message, Catch::Contains("out of range"));
 }
+
+TEST_CASE("re writes dst_buff[0] only; its extra dst entries are ignored, as by MSCCL++'s REDUCE", "[executor]") {
+  // One rank: o0 = i0 + i1; the row marks dst[1..] of re as ignored (plan::entryAccess), and
+  // MSCCL++'s handleReduceSend<..., SendToRemote = false> writes only the first output.
+  Plan plan = parsePlan(R"({"name":"re-extra","collective":"test","protocol":"Simple","inplace":false,"gpus":[
+    {"id":0,"input_chunks":2,"output_chunks":2,"scratch_chunks":0,"threadblocks":[{"id":0,"ops":[
+       {"name":"re","src_buff":[{"type":"i","index":0,"size":1},{"type":"i","index":1,"size":1}],
+        "dst_buff":[{"type":"o","index":0,"size":1},{"type":"o","index":1,"size":1}],"reduce_op":"sum"}],
+     "channels":[],"remote_buffer_refs":[]}],"channels":[],"remote_buffers":[],"semaphores":[]}]})");
+  auto ex = makeCpuExecutor();
+  std::vector<int32_t> in(8), out(8, -7);
+  for (int32_t i = 0; i < 8; ++i)
+    in[size_t(i)] = 10 * i;
+  ExecuteRequest req;
+  req.plan = &plan;
+  req.buffers = {RankBuffers{in.data(), out.data()}};
+  req.inputBytes = 32;
+  req.outputBytes = 32;
+  req.dataType = DataType::Int32;
+  ex->execute(req);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(out[i] == in[i] + in[i + 4]); // the sum in dst[0]
+    CHECK(out[i + 4] == -7);            // dst[1] untouched
+  }
+}

@@ -318,7 +318,9 @@ struct Ctx {
     return Step::Done;
   }
 
-  /// re, res, rre, rres: sum of all src entries (local or remote) into dst[0], copied to dst[1..].
+  /// re, res, rre, rres: sum of all src entries (local or remote) into dst[0], copied to the
+  /// dst[1..] the row says the op writes (res's and rres's peers; re's extra entries are ignored,
+  /// as MSCCL++'s REDUCE handler ignores them: plan::entryAccess).
   Step reduce() {
     ByteRange w0 = window(op.src[0]);
     const uint64_t len = w0.length;
@@ -330,6 +332,8 @@ struct Ctx {
     }
     std::vector<uint8_t *> dsts;
     for (size_t k = 0; k < op.dst.size(); ++k) {
+      if (entryAccess(op.type, false, k) == EntryAccess::None)
+        continue;
       ByteRange w = window(op.dst[k]);
       w.length = len;
       dsts.push_back(plainEntry(op.dst[k], w, entryName("dst_buff", k)));

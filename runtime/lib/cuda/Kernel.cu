@@ -276,7 +276,8 @@ template <bool LL16> struct PacketReduceCall {
   template <int DT, int OP> __device__ void operator()() const { packetLoop<LL16>(w, io, flag, Combine<DT, OP>()); }
 };
 
-/// re / res / rre / rres / glres / glre: sources folded left to right into every destination.
+/// re / res / rre / rres / glres / glre: sources folded left to right into every destination the
+/// row says the op writes (plan::entryAccess: not re's entries past dst[0]).
 __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
   const DevEntry *src = x.opEntries(op), *dst = src + op.nSrc;
   const char *s[kMaxPtrs];
@@ -299,6 +300,7 @@ __device__ void reduceOp(Exec &x, const DevOp &op, const Window &win) {
       s[ns++] = x.base(src[j]) + o2;
     }
     for (int k = 0; k < op.nDst; ++k) {
+      if (entryAccess(t, false, size_t(k)) == EntryAccess::None) continue; // re's extra entries, as MSCCL++
       x.range(dst[k], win, o2, l2);
       d[nd++] = x.base(dst[k]) + o2;
     }
