@@ -145,7 +145,32 @@ struct Ctx {
     return plain(rank, type, 2 * offset, 2 * length, what);
   }
 
-  std::string entryName(const char *side, size_t j) const { return std::string(side) + "[" + std::to_string(j) + "]"; }
+  /// "src_buff[j]" / "dst_buff[j]" for error messages, built on the stack: every op execution
+  /// names its entries, and a std::string each (a heap allocation and its free) was a few
+  /// percent of a small message's run.
+  struct EntryName {
+    char text[48]; // a side of at most 16 characters, "[", 20 digits, "]"
+    const char *c_str() const { return text; }
+    operator const char *() const { return text; }
+  };
+  static EntryName entryName(const char *side, size_t j) {
+    EntryName n{};
+    size_t at = 0;
+    for (; side[at] && at < 16; ++at)
+      n.text[at] = side[at];
+    char digits[20];
+    size_t nd = 0;
+    do {
+      digits[nd++] = char('0' + j % 10);
+      j /= 10;
+    } while (j && nd < sizeof digits);
+    n.text[at++] = '[';
+    while (nd)
+      n.text[at++] = digits[--nd];
+    n.text[at++] = ']';
+    n.text[at] = 0;
+    return n;
+  }
 
   uint32_t ownerOf(const LoweredEntry &e) const { return e.where.kind == Location::Kind::Remote ? e.where.rank : tb.rank; }
 
@@ -154,12 +179,12 @@ struct Ctx {
   }
 
   /// Plain bytes of entry `e` (window `w`); a dst_buff entry is written, a src_buff one read.
-  uint8_t *plainEntry(const LoweredEntry &e, ByteRange w, const std::string &what) const {
-    return plain(ownerOf(e), e.where.type, w.offset, w.length, what.c_str(), what.rfind("dst", 0) == 0 ? Write : Read);
+  uint8_t *plainEntry(const LoweredEntry &e, ByteRange w, const char *what) const {
+    return plain(ownerOf(e), e.where.type, w.offset, w.length, what, std::strncmp(what, "dst", 3) == 0 ? Write : Read);
   }
   /// The same without telling the race checker (packet ops report their accesses when done).
-  uint8_t *plainEntryUntracked(const LoweredEntry &e, ByteRange w, const std::string &what) const {
-    return plain(ownerOf(e), e.where.type, w.offset, w.length, what.c_str());
+  uint8_t *plainEntryUntracked(const LoweredEntry &e, ByteRange w, const char *what) const {
+    return plain(ownerOf(e), e.where.type, w.offset, w.length, what);
   }
 
   ReduceOp reduceOp() const { return op.hasReduceOp ? op.reduceOp : m.reduceOp; }
@@ -276,7 +301,7 @@ struct Ctx {
         ByteRange sw = window(op.src[i]);
         sw.length = dw.length;
         const LoweredEntry &de = op.dst[i];
-        std::string what = entryName("dst_buff", i);
+        const EntryName what = entryName("dst_buff", i);
         uint64_t at = checkedOffset(ownerOf(de), de.where.type, dw.offset, dw.length, what.c_str());
         const uint8_t *s = plainEntry(op.src[i], sw, entryName("src_buff", i));
         m.port->put(tb, ownerOf(de), de.where.type, at, s, dw.length, nullptr);
@@ -415,8 +440,8 @@ struct Ctx {
     return len / payload();
   }
 
-  uint8_t *packetEntry(const LoweredEntry &e, uint64_t len, const std::string &what) const {
-    return packets(ownerOf(e), e.where.type, e.bytes.offset, len, what.c_str());
+  uint8_t *packetEntry(const LoweredEntry &e, uint64_t len, const char *what) const {
+    return packets(ownerOf(e), e.where.type, e.bytes.offset, len, what);
   }
 
   void blockedOnPacket(const LoweredEntry &e, const char *side, size_t j, uint64_t i, uint64_t n) {
@@ -474,7 +499,7 @@ struct Ctx {
       if (m.port && op.type == OpType::PutPackets && op.channelType == ChannelType::Port) {
         // Packetise into a staging copy the proxy sends (MSCCL++'s port ppkt stages too).
         const LoweredEntry &de = op.dst[i];
-        std::string what = entryName("dst_buff", i);
+        const EntryName what = entryName("dst_buff", i);
         uint64_t at = checkedOffset(ownerOf(de), de.where.type, 2 * de.bytes.offset, 2 * len, what.c_str());
         std::vector<uint8_t> staging(2 * len);
         for (uint64_t k = 0; k < cnt; ++k)
