@@ -21,6 +21,7 @@
 #include "msccl/runtime/Elements.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cstring>
 #ifdef __linux__
@@ -155,20 +156,12 @@ struct Ctx {
   };
   static EntryName entryName(const char *side, size_t j) {
     EntryName n{};
-    size_t at = 0;
-    for (; side[at] && at < 16; ++at)
-      n.text[at] = side[at];
-    char digits[20];
-    size_t nd = 0;
-    do {
-      digits[nd++] = char('0' + j % 10);
-      j /= 10;
-    } while (j && nd < sizeof digits);
-    n.text[at++] = '[';
-    while (nd)
-      n.text[at++] = digits[--nd];
-    n.text[at++] = ']';
-    n.text[at] = 0;
+    const size_t len = std::min<size_t>(std::strlen(side), 16);
+    std::memcpy(n.text, side, len);
+    n.text[len] = '[';
+    char *end = std::to_chars(n.text + len + 1, n.text + sizeof n.text - 2, j).ptr; // 20 digits fit
+    end[0] = ']';
+    end[1] = 0;
     return n;
   }
 
