@@ -7,9 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <mutex>
 #include <thread>
 
 using namespace msccl;
+using msccl::test::RankThreads;
 using msccl::test::stdlibPlan;
 
 namespace {
@@ -49,8 +51,8 @@ float inputValue(uint32_t rank, size_t i) { return float(rank * 7 + i % 61); }
 /// One call of `count` elements per block (the count nccl passes: allgather's send count,
 /// reducescatter's recv count, alltoall's per-peer count), checked on every rank.
 /// Returns the error codes (Ok when the call ran; then every element was compared).
-std::vector<ErrorCode> runOnce(Executor &ex, const Algo &a, const PlanPtr &plan, bool inPlace, size_t count,
-                               std::string &firstWrong, uint32_t root = 0) {
+std::vector<ErrorCode> runOnce(RankThreads &threads, Executor &ex, const Algo &a, const PlanPtr &plan, bool inPlace,
+                               size_t count, std::string &firstWrong, uint32_t root = 0) {
   const uint32_t n = a.ranks;
   const std::string c = a.collective;
   const size_t sendCount = (c == "reducescatter" || c == "alltoall") ? count * n : count;
@@ -70,20 +72,18 @@ std::vector<ErrorCode> runOnce(Executor &ex, const Algo &a, const PlanPtr &plan,
       sendPtr[r][i] = inputValue(r, i);
   }
   std::vector<ErrorCode> codes(n, ErrorCode::Ok);
-  std::vector<std::thread> threads;
-  for (uint32_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ex.execute(int(r), sendPtr[r], recvPtr[r], sendCount * sizeof(float), recvCount * sizeof(float),
-                   plan::DataType::Float32, plan::ReduceOp::Sum, plan);
-      } catch (const Error &e) {
-        codes[r] = e.code();
-        if (firstWrong.empty())
-          firstWrong = e.what();
-      }
-    });
-  for (auto &t : threads)
-    t.join();
+  std::mutex wrongMutex;
+  threads.run([&](uint32_t r) {
+    try {
+      ex.execute(int(r), sendPtr[r], recvPtr[r], sendCount * sizeof(float), recvCount * sizeof(float),
+                 plan::DataType::Float32, plan::ReduceOp::Sum, plan);
+    } catch (const Error &e) {
+      codes[r] = e.code();
+      std::lock_guard<std::mutex> lock(wrongMutex);
+      if (firstWrong.empty())
+        firstWrong = e.what();
+    }
+  });
   if (codes != std::vector<ErrorCode>(n, ErrorCode::Ok))
     return codes;
   for (uint32_t r = 0; r < n && firstWrong.empty(); ++r)
@@ -136,10 +136,11 @@ TEST_CASE("every stdlib collective at counts 1..1100 and large odd counts, in an
       PlanPtr plan = stdlibPlan(a.name, defines);
       auto comm = Communicator::local(a.ranks, a.ranksPerNode);
       Executor ex(comm);
+      RankThreads threads(a.ranks);
       size_t ran = 0, refused = 0;
       for (size_t count : counts) {
         std::string wrong;
-        std::vector<ErrorCode> codes = runOnce(ex, a, plan, inPlace, count, wrong);
+        std::vector<ErrorCode> codes = runOnce(threads, ex, a, plan, inPlace, count, wrong);
         INFO(a.name << (inPlace ? " in place" : " out of place") << ", count " << count << ": " << wrong);
         // Packet plans: blocks of count float32s must be a multiple of 8 bytes.
         const bool runs = !a.packets || (count * sizeof(float)) % 8 == 0;
@@ -166,12 +167,13 @@ TEST_CASE("Broadcast and Reduce at every root: the root-0 plans renamed by roote
       PlanPtr plan = stdlibPlan(a.name, {{"ranks", std::to_string(a.ranks)}, {"inplace", inPlace ? "true" : "false"}});
       auto comm = Communicator::local(a.ranks, a.ranksPerNode);
       Executor ex(comm);
+      RankThreads threads(a.ranks);
       for (uint32_t root = 0; root < a.ranks; ++root) {
         PlanPtr rooted = rootedPlan(plan, root);
         CHECK((root == 0) == (rooted == plan));
         for (size_t count : {size_t(1), size_t(7), size_t(1000), size_t(1024), size_t(65537 * 3)}) {
           std::string wrong;
-          auto codes = runOnce(ex, a, rooted, inPlace, count, wrong, root);
+          auto codes = runOnce(threads, ex, a, rooted, inPlace, count, wrong, root);
           INFO(a.name << (inPlace ? " in place" : "") << " root " << root << " count " << count << ": " << wrong);
           CHECK(codes == std::vector<ErrorCode>(a.ranks, ErrorCode::Ok));
           CHECK(wrong.empty());
