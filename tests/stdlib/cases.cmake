@@ -116,6 +116,14 @@ stdlib_run(allgather/packet r11-ppt3 DEFINES ranks=11 peers_per_tb=3 MODES in-pl
 stdlib_run(allgather/packet r32 DEFINES ranks=32 DTYPE int32 MODES out-of-place)
 stdlib_refuse(allgather/packet ranks1 "needs at least 2 ranks" DEFINES ranks=1)
 
+stdlib_run(allgather/nvls r2 DEFINES ranks=2)
+stdlib_run(allgather/nvls r5-c2 DEFINES ranks=5 chunks=2 DTYPE int32)
+stdlib_run(allgather/nvls r8 DEFINES ranks=8 DTYPE float16)
+stdlib_run(allgather/nvls r11-c3-i2 DEFINES ranks=11 chunks=3 instances=2 DTYPE int32 MODES out-of-place)
+stdlib_run(allgather/nvls r32 DEFINES ranks=32 DTYPE int32 MODES in-place)
+stdlib_run(allgather/nvls r8-c2-cuda-host BACKEND cuda-host DEFINES ranks=8 chunks=2 MODES in-place)
+stdlib_refuse(allgather/nvls ranks1 "needs at least 2 ranks" DEFINES ranks=1)
+
 stdlib_run(allgather/hierarchical n2x2 DEFINES ranks=4 ranks_per_node=2)
 stdlib_run(allgather/hierarchical n3x1 DEFINES ranks=3 ranks_per_node=1 DTYPE int32)
 stdlib_run(allgather/hierarchical n3x3-c2 DEFINES ranks=9 ranks_per_node=3 chunks=2 DTYPE int32)
@@ -151,6 +159,16 @@ stdlib_run(reducescatter/packet r7-i2 DEFINES ranks=7 instances=2 DTYPE int32)
 stdlib_run(reducescatter/packet r10-ppt3 DEFINES ranks=10 peers_per_tb=3 DTYPE float16 MODES out-of-place)
 stdlib_run(reducescatter/packet r32 DEFINES ranks=32 DTYPE int32 MODES in-place)
 stdlib_refuse(reducescatter/packet ranks1 "needs at least 2 ranks" DEFINES ranks=1)
+
+# The unfused switch reduce (glre) is ours only (MSCCL++'s loader refuses it): TARGET msccl.
+stdlib_run(reducescatter/nvls r2 TARGET msccl DEFINES ranks=2)
+stdlib_run(reducescatter/nvls r5-c2 TARGET msccl DEFINES ranks=5 chunks=2 DTYPE int32)
+stdlib_run(reducescatter/nvls r8 TARGET msccl DEFINES ranks=8 DTYPE bfloat16)
+stdlib_run(reducescatter/nvls r11-c3-i2 TARGET msccl DEFINES ranks=11 chunks=3 instances=2 DTYPE int32 MODES out-of-place)
+stdlib_run(reducescatter/nvls r32 TARGET msccl DEFINES ranks=32 DTYPE int32 MODES in-place)
+stdlib_run(reducescatter/nvls r8-c2-cuda-host TARGET msccl BACKEND cuda-host DEFINES ranks=8 chunks=2 MODES out-of-place)
+stdlib_refuse(reducescatter/nvls ranks1 "needs at least 2 ranks" DEFINES ranks=1)
+stdlib_refuse(reducescatter/nvls chunks0 "chunks must be at least 1" DEFINES chunks=0)
 
 # ---- alltoall -----------------------------------------------------------------------------
 stdlib_run(alltoall/allpairs r2 DEFINES ranks=2)

@@ -52,10 +52,12 @@ SHAPES = {
     "allgather/ring": [{"ranks": 8}, {"ranks": 16}],
     "allgather/packet": [{"ranks": 8}, {"ranks": 16}],
     "allgather/hierarchical": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
+    "allgather/nvls": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/ring": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/packet": [{"ranks": 8}, {"ranks": 16}],
     "reducescatter/hierarchical": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
+    "reducescatter/nvls": [{"ranks": 8}, {"ranks": 16}],
     "alltoall/allpairs": [{"ranks": 8}, {"ranks": 16}],
     "alltoall/multinode": [{"ranks": 16, "ranks_per_node": 8}, {"ranks": 32, "ranks_per_node": 8}],
     # AllToAllV: per block (one chunk per block), i.e. per byte of a uniform count matrix.
@@ -91,9 +93,11 @@ SIM_CANDIDATES = {
         ("allgather/packet", {}), ("allgather/packet", {"instances": 4}),
         ("allgather/allpairs", {}), ("allgather/allpairs", {"instances": 4}),
         ("allgather/ring", {"chunks": 16}),
+        ("allgather/nvls", {}),
         ("reducescatter/packet", {}), ("reducescatter/packet", {"instances": 4}),
         ("reducescatter/allpairs", {}), ("reducescatter/allpairs", {"instances": 4}),
         ("reducescatter/ring", {"chunks": 16}),
+        ("reducescatter/nvls", {}),
         ("alltoall/allpairs", {}), ("alltoall/allpairs", {"instances": 4}),
     ],
     "multi": [
@@ -250,7 +254,20 @@ def compile_plan(mscclc, algo, defines, tmp, stdlib_dir=None):
         return json.load(f)
 
 
+def stdlib_algorithms(root):
+    """Every algorithm under stdlib/<collective>/<name>.msccl (not the common/ building blocks)."""
+    top = os.path.join(root, "stdlib")
+    return sorted("%s/%s" % (c, f[:-len(".msccl")]) for c in os.listdir(top) if c != "common"
+                  and os.path.isdir(os.path.join(top, c))
+                  for f in os.listdir(os.path.join(top, c)) if f.endswith(".msccl"))
+
+
 def generate(mscclc, root, stdlib_dir=None):
+    # Every algorithm gets a table: a new one without SHAPES is an error, not a silent omission.
+    missing = [a for a in stdlib_algorithms(root) if a not in SHAPES]
+    if missing:
+        raise RuntimeError("stdlib algorithms without shapes in SHAPES (tools/stdlib-table/stdlib_table.py): " +
+                           ", ".join(missing))
     out = [BEGIN, ""]
     with tempfile.TemporaryDirectory(prefix="stdlib-table-") as tmp:
         for algo, shapes in SHAPES.items():
