@@ -223,6 +223,36 @@ TEST_CASE("msccl-tune's command line", "[tune]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a program's `// tune:` comment sets its own grid values for a param", "[tune]") {
+  // A stand-in stdlib: chunks with its own values (replacing the tuner's 1, 4, 16), a param the
+  // tuner's grid lacks with values (a new axis), instances with the tuner's grid.
+  const fs::path dir = fs::temp_directory_path() / ("msccl-tune-grid-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "allgather");
+  std::ofstream(dir / "allgather" / "demo.msccl") << "param ranks = 8\n"
+                                                     "param chunks = 1  // depth; tune: 2, 32\n"
+                                                     "param depth = 3   // tune: 5,6\n"
+                                                     "param instances = 1\n"
+                                                     "program demo(collective = AllGather(ranks, chunks, false)) {}\n";
+  std::vector<Candidate> cs = candidatesFor("allgather", 8, 8, dir.string(), false);
+  std::set<std::string> labels;
+  for (const Candidate &c : cs)
+    labels.insert(c.label());
+  CHECK(cs.size() == 1 + 4 * 2 * 2); // the default, then instances x chunks x depth
+  CHECK(labels.count("allgather/demo"));
+  CHECK(labels.count("allgather/demo instances=8 chunks=32 depth=6"));
+  CHECK(labels.count("allgather/demo instances=1 chunks=2 depth=5"));
+  for (const std::string &l : labels)
+    CHECK_THAT(l, !Catch::Contains("chunks=4") && !Catch::Contains("chunks=16"));
+  // --quick keeps only the instances axis.
+  CHECK(candidatesFor("allgather", 8, 8, dir.string(), true).size() == 1 + 4);
+  fs::remove_all(dir);
+  // The stdlib's hierarchical NVLS AllReduce asks for deeper pipelines than the tuner's grid.
+  bool deep = false;
+  for (const Candidate &c : candidatesFor("allreduce", 16, 8, kStdlib, false))
+    deep = deep || (c.algorithm == "allreduce/hierarchical_nvls" && c.label().find("chunks=64") != std::string::npos);
+  CHECK(deep);
+}
+
 TEST_CASE("--target msccl keeps candidates over MSCCL++'s per-threadblock limits", "[tune]") {
   // A 16-chunk pipeline of the NVLS hierarchical AllReduce has 71 ops on a threadblock: over
   // MSCCL++'s 64 (left out by default, with the reason), within this project's executors'.

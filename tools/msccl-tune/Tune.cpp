@@ -44,22 +44,46 @@ std::string Candidate::fileStem() const {
 
 namespace {
 
-/// The `param NAME = ...` names of a program, in order.
-std::vector<std::string> paramsOf(const std::string &file) {
+/// A `param NAME = ...` line of a program, with the values a `// tune: V1, V2, ...` comment on
+/// that line gives the tuner for it (empty: the tuner's own grid, kGrid, where it has the param).
+struct Param {
+  std::string name;
+  std::vector<std::string> tune;
+};
+
+/// The params of a program, in order.
+std::vector<Param> paramsOf(const std::string &file) {
   std::ifstream in(file);
-  std::vector<std::string> names;
+  std::vector<Param> params;
   static const std::regex re(R"(^\s*param\s+(\w+)\s*=)");
+  static const std::regex tuneRe(R"(//.*\btune:\s*([\w\s,]+))");
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, re))
-      names.push_back(m[1]);
+    if (!std::regex_search(line, m, re))
+      continue;
+    Param p{m[1], {}};
+    std::smatch t;
+    if (std::regex_search(line, t, tuneRe)) {
+      std::istringstream values(t[1].str());
+      for (std::string v; std::getline(values, v, ',');) {
+        v.erase(0, v.find_first_not_of(" \t"));
+        v.erase(v.find_last_not_of(" \t") + 1);
+        if (!v.empty())
+          p.tune.push_back(v);
+      }
+    }
+    params.push_back(std::move(p));
   }
-  return names;
+  return params;
 }
 
-bool has(const std::vector<std::string> &names, const std::string &n) {
-  return std::find(names.begin(), names.end(), n) != names.end();
+const Param *find(const std::vector<Param> &params, const std::string &n) {
+  for (const Param &p : params)
+    if (p.name == n)
+      return &p;
+  return nullptr;
 }
+bool has(const std::vector<Param> &params, const std::string &n) { return find(params, n) != nullptr; }
 
 /// The grid's columns: a twod grid near square, then instances and chunks.
 uint32_t squareCols(uint32_t n) {
@@ -77,7 +101,8 @@ std::string firstLine(const std::string &s) {
 
 /// The tuner's parameter grid, per stdlib `param`: threadblocks (instances: replication; chunks:
 /// one threadblock per chunk in most programs; peers_per_tb: all-pairs fan-out per threadblock)
-/// and the pipeline window.
+/// and the pipeline window. A program's `// tune: ...` comment on a param line replaces the
+/// param's values here (or adds an axis for a param this grid does not have).
 struct GridAxis {
   const char *param;
   std::vector<const char *> values;
@@ -97,7 +122,7 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
   for (const std::string &name : driver::stdlibProgramNames(stdlibDir)) {
     if (name.rfind(collective + "/", 0) != 0)
       continue;
-    const std::vector<std::string> params = paramsOf(stdlibDir + "/" + name + ".msccl");
+    const std::vector<Param> params = paramsOf(stdlibDir + "/" + name + ".msccl");
     Candidate base;
     base.algorithm = name;
     base.hasInplaceParam = has(params, "inplace");
@@ -121,14 +146,23 @@ std::vector<Candidate> candidatesFor(const std::string &collective, uint32_t ran
     // --quick), the cartesian product of their values.
     std::vector<Candidate> grid{base};
     grid[0].isDefault = false;
-    for (const GridAxis &axis : kGrid) {
-      if (!has(params, axis.param) || (quick && axis.param != std::string("instances")))
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    for (const GridAxis &axis : kGrid)
+      if (const Param *p = find(params, axis.param))
+        axes.push_back({axis.param, p->tune.empty() ? std::vector<std::string>(axis.values.begin(), axis.values.end())
+                                                    : p->tune});
+    for (const Param &p : params)
+      if (!p.tune.empty() && std::none_of(std::begin(kGrid), std::end(kGrid),
+                                          [&](const GridAxis &a) { return p.name == a.param; }))
+        axes.push_back({p.name, p.tune});
+    for (const auto &[param, values] : axes) {
+      if (quick && param != "instances")
         continue;
       std::vector<Candidate> next;
       for (const Candidate &g : grid)
-        for (const char *v : axis.values) {
+        for (const std::string &v : values) {
           Candidate k = g;
-          k.defines.push_back({axis.param, v});
+          k.defines.push_back({param, v});
           next.push_back(k);
         }
       grid = std::move(next);
