@@ -99,6 +99,50 @@ TEST_CASE("the envelope beats every plan at its defaults and never beats the low
         1.01 * ip.candidates[size_t(ip.winner[0])].seconds[0]);
 }
 
+TEST_CASE("the model's search prunes what cannot win and finds what the exhaustive search finds", "[tune]") {
+  // Pruned: candidates already slower than a size's fastest by more than the 1% tie at a
+  // smaller size (the model's time does not fall with size). Same winners, best defaults,
+  // fallback and winner times as replaying everything, on machines of three kinds.
+  struct Case {
+    const char *topology, *collective;
+    uint32_t ranks, perNode;
+    bool quick;
+  };
+  const Case cases[] = {{"hgx-h100", "reducescatter", 8, 8, true},
+                        {"pcie-tree", "allgather", 8, 8, true},
+                        {"2x-hgx-h100", "allgather", 16, 8, true}};
+  size_t prunedAll = 0;
+  for (const Case &k : cases) {
+    const auto topo = runtime::sim::loadTopology(k.topology);
+    TuneOptions o = quickOptions(64 << 20);
+    o.quick = k.quick;
+    o.synth = false;
+    TuneOptions ex = o;
+    ex.exhaustive = true;
+    for (bool inPlace : {false, true}) {
+      INFO(k.topology << " " << k.collective << (inPlace ? " in place" : ""));
+      const Envelope a = tuneCollective(k.collective, inPlace, o, topo, k.ranks, k.perNode);
+      const Envelope b = tuneCollective(k.collective, inPlace, ex, topo, k.ranks, k.perNode);
+      CHECK(a.monotone);
+      CHECK(b.pruned == 0);
+      CHECK(a.winner == b.winner);
+      CHECK(a.bestDefault == b.bestDefault);
+      CHECK(a.fallback == b.fallback);
+      for (size_t i = 0; i < a.sizes.size(); ++i)
+        if (a.winner[i] >= 0)
+          CHECK(a.candidates[size_t(a.winner[i])].seconds[i] == b.candidates[size_t(b.winner[i])].seconds[i]);
+      // What was pruned could not have won: slower than 1.01 x the fastest in the exhaustive run.
+      for (size_t c = 0; c < a.candidates.size(); ++c)
+        for (size_t i = 0; i < a.sizes.size(); ++i)
+          if (a.candidates[c].plan && a.candidates[c].seconds[i] < 0 && b.candidates[c].seconds[i] >= 0)
+            CHECK(b.candidates[c].seconds[i] > 1.01 * b.candidates[size_t(b.winner[i])].seconds[i] * (1 - 1e-12));
+      prunedAll += a.pruned;
+      checkEnvelope(a);
+    }
+  }
+  CHECK(prunedAll > 0); // the search does prune
+}
+
 TEST_CASE("collectives cut per rank are timed at nccl-tests' counts, so rank counts that divide no power of two get winners", "[tune]") {
   // 6 ranks (as 72 on gb200-nvl72) divide no power of two: nccl-tests times floor(count / ranks)
   // elements per rank, and so does the tuner; AllReduce's sizes stay as they are.

@@ -264,14 +264,48 @@ bool tooManyWindows(const plan::Plan &p, uint64_t unit, const runtime::MessageSi
   return chunkBytes / unit > 1024;
 }
 
-/// Index of the winner among `times` (seconds, < 0: cannot run): the fastest, unless an earlier
-/// one is within 1% of it (simpler plans come first).
-int pick(const std::vector<double> &times, const std::vector<bool> &eligible) {
-  int best = -1;
+/// A candidate within this factor of a size's fastest time ties with it; the first listed of the
+/// tied wins (simpler plans come first).
+constexpr double kTie = 1.01;
+/// The model's time may fall this much (relative) as the size grows without breaking the
+/// search's bound (uneven chunk layouts at the smallest sizes move times by a few ppm).
+constexpr double kSlack = 1e-3;
+
+/// The fastest of `times` (seconds, < 0: cannot run or not timed) among `eligible`; < 0: none.
+double fastestOf(const std::vector<double> &times, const std::vector<bool> &eligible) {
+  double fastest = -1;
   for (size_t i = 0; i < times.size(); ++i)
-    if (eligible[i] && times[i] >= 0 && (best < 0 || times[i] < 0.99 * times[size_t(best)]))
-      best = int(i);
-  return best;
+    if (eligible[i] && times[i] >= 0 && (fastest < 0 || times[i] < fastest))
+      fastest = times[i];
+  return fastest;
+}
+
+/// Index of the winner among `times`: the first eligible one whose time is within 1% of the
+/// fastest (kTie) and at most `cap` seconds (the fastest default's, so that a tie never makes
+/// the tuned plan slower than a plan at its defaults). -1 when none is eligible and timed.
+int pick(const std::vector<double> &times, const std::vector<bool> &eligible, double cap = -1) {
+  const double fastest = fastestOf(times, eligible);
+  const double limit = cap >= fastest ? std::min(kTie * fastest, cap) : kTie * fastest;
+  for (size_t i = 0; i < times.size() && fastest >= 0; ++i)
+    if (eligible[i] && times[i] >= 0 && times[i] <= limit)
+      return int(i);
+  return -1;
+}
+
+/// How many of the awkward sizes of `e` (1, 3, 12 bytes, each swept size plus 1 and plus 4)
+/// candidate `c` runs: fallbackOf's first criterion.
+size_t awkwardRuns(const Candidate &c, const Envelope &e) {
+  if (!c.plan)
+    return 0;
+  std::vector<uint64_t> awkward{1, 3, 12};
+  for (uint64_t s : e.sizes) {
+    awkward.push_back(s + 1);
+    awkward.push_back(s + 4);
+  }
+  size_t runs = 0;
+  for (uint64_t s : awkward)
+    runs += c.plan->variableSizes || runtime::messageSizesFor(*c.plan, s, nullptr).has_value();
+  return runs;
 }
 
 } // namespace
@@ -302,45 +336,136 @@ void compileAll(Envelope &e, bool inPlace, const std::string &stdlib, driver::Ta
   }
 }
 
-/// Time candidate `c` at every size of `sizes`: on `measure` when given (results checked), else
-/// on the model. A topology that cannot run it (NVLS on a machine without it, ...) leaves it out.
-void timeCandidate(Candidate &c, const std::vector<uint64_t> &sizes, const TuneOptions &o, bool inPlace,
-                   const Topology &topo, runtime::Executor *measure) {
+/// Time candidate `c` at size index `i` of `sizes` (its smallest pipeline window is `window`
+/// bytes): on `measure` when given (results checked), else on the model. Leaves c.seconds[i] < 0
+/// where the plan cannot run that size; a topology that cannot run it at all (NVLS on a machine
+/// without it, ...) leaves the candidate out.
+void timeAt(Candidate &c, size_t i, const std::vector<uint64_t> &sizes, uint64_t window, const TuneOptions &o,
+            bool inPlace, const Topology &topo, runtime::Executor *measure) {
+  if (!c.plan || sizes[i] == 0)
+    return; // sizes[i] == 0: fewer bytes than ranks x element, no call of that size
   const plan::DataType dtype = o.type();
-  const uint64_t elem = plan::dataTypeBytes(dtype);
-  const uint64_t window = c.plan ? smallestWindow(*c.plan) : 0; // once, not per size
-  for (size_t i = 0; i < sizes.size() && c.plan; ++i) {
-    if (sizes[i] == 0)
-      continue; // fewer bytes than ranks x element: no call of that size
-    auto ms = runtime::messageSizesFor(*c.plan, sizes[i], elem, nullptr);
-    if (!ms)
-      continue;
-    if (!measure && tooManyWindows(*c.plan, window, *ms))
-      continue; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
-    try {
-      if (measure) {
-        runtime::RunOptions ro;
-        ro.size = sizes[i];
-        ro.dataType = dtype;
-        ro.inPlace = inPlace;
-        ro.iterations = 5;
-        ro.warmup = 2;
-        ro.check = true; // a wrong result leaves the candidate out at this size
-        const runtime::RunReport rep = runtime::runCollective(*measure, *c.plan, ro);
-        if (rep.verify.checked && rep.verify.wrong == 0)
-          c.seconds[i] = rep.secondsPerLaunch;
-        continue;
-      }
-      c.seconds[i] =
-          runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
-              .seconds;
-    } catch (const runtime::ExecutionError &x) {
-      if (x.kind() == runtime::ErrorKind::Unsupported) {
-        c.leftOut = std::string("the topology cannot run it: ") + firstLine(x.what());
-        c.plan.reset();
-      }
+  auto ms = runtime::messageSizesFor(*c.plan, sizes[i], plan::dataTypeBytes(dtype), nullptr);
+  if (!ms)
+    return;
+  if (!measure && tooManyWindows(*c.plan, window, *ms))
+    return; // a smaller window of the grid is slower to replay than it can gain; a larger one runs
+  try {
+    if (measure) {
+      runtime::RunOptions ro;
+      ro.size = sizes[i];
+      ro.dataType = dtype;
+      ro.inPlace = inPlace;
+      ro.iterations = 5;
+      ro.warmup = 2;
+      ro.check = true; // a wrong result leaves the candidate out at this size
+      const runtime::RunReport rep = runtime::runCollective(*measure, *c.plan, ro);
+      if (rep.verify.checked && rep.verify.wrong == 0)
+        c.seconds[i] = rep.secondsPerLaunch;
+      return;
+    }
+    c.seconds[i] =
+        runtime::sim::simulate(*c.plan, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, false)
+            .seconds;
+  } catch (const runtime::ExecutionError &x) {
+    if (x.kind() == runtime::ErrorKind::Unsupported) {
+      c.leftOut = std::string("the topology cannot run it: ") + firstLine(x.what());
+      c.plan.reset();
     }
   }
+}
+
+/// Times candidates `ks` of `e` at size index `i` on the model, on up to `jobs` threads (each
+/// takes the next candidate; the result does not depend on the count).
+void timeOnModel(Envelope &e, const std::vector<size_t> &ks, size_t i, const std::vector<uint64_t> &windows,
+                 const TuneOptions &o, const Topology &topo) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t n; (n = next++) < ks.size();)
+      timeAt(e.candidates[ks[n]], i, e.runSizes, windows[ks[n]], o, e.inPlace, topo, nullptr);
+  };
+  const unsigned jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(ks.size())));
+  std::vector<std::thread> pool;
+  for (unsigned j = 1; j < jobs; ++j)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// The model's search, size by size, ascending, as branch and bound. The model's time of a plan
+/// does not fall as the message grows, so a candidate's time at the largest smaller size where it
+/// ran is a lower bound L of its time here. Defaults (for the best-default column), the
+/// fallback's contenders (fallbackOf reads their whole sweep) and candidates with no L are timed;
+/// the others in order of L, `jobs` at a time, while L is within 1% (kTie) of the fastest time
+/// found at this size: once it is not, no remaining candidate can tie with the fastest, so none
+/// can win (pick), and they are left untimed (`e.pruned`). A timed candidate faster than its L
+/// (the model not monotone for it) makes the search time every pruned point after all, so the
+/// result is always the exhaustive search's. `exhaustive` times everything.
+void searchModel(Envelope &e, const TuneOptions &o, const Topology &topo, bool exhaustive) {
+  const size_t n = e.candidates.size();
+  std::vector<uint64_t> windows(n);
+  size_t mostRuns = 0;
+  for (size_t k = 0; k < n; ++k) {
+    windows[k] = e.candidates[k].plan ? smallestWindow(*e.candidates[k].plan) : 0;
+    mostRuns = std::max(mostRuns, awkwardRuns(e.candidates[k], e));
+  }
+  std::vector<bool> always(n);
+  for (size_t k = 0; k < n; ++k)
+    always[k] = exhaustive || e.candidates[k].isDefault || (mostRuns > 0 && awkwardRuns(e.candidates[k], e) == mostRuns);
+  // Per candidate, its time at the largest smaller size where it was timed and ran (< 0: none).
+  // (Extrapolating from two sizes, as if the time were convex in size, would prune more, but
+  // the model's pipelined plans are not convex: allreduce/pipelined at 16 MiB on hgx-h100.)
+  std::vector<double> last(n, -1);
+  std::vector<double> lower(n, -1); // L per candidate at this size; < 0: none
+  std::vector<std::vector<size_t>> pruned(e.sizes.size());
+  bool monotone = true;
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    std::vector<size_t> first, rest;
+    for (size_t k = 0; k < n; ++k) {
+      lower[k] = last[k] < 0 ? -1 : last[k] * (1 - kSlack);
+      if (e.candidates[k].plan)
+        (always[k] || lower[k] < 0 ? first : rest).push_back(k);
+    }
+    timeOnModel(e, first, i, windows, o, topo);
+    double fastest = -1;
+    auto seen = [&](size_t k) {
+      const double t = e.candidates[k].seconds[i];
+      if (t < 0)
+        return;
+      if (lower[k] >= 0 && t < lower[k] && monotone) {
+        monotone = false;
+        std::ostringstream why;
+        why << e.candidates[k].label() << ": " << t * 1e6 << " us at " << e.runSizes[i] << " B, below its bound "
+            << lower[k] * 1e6 << " us from smaller sizes";
+        e.nonMonotone = why.str();
+      }
+      fastest = fastest < 0 ? t : std::min(fastest, t);
+    };
+    for (size_t k : first)
+      seen(k);
+    std::stable_sort(rest.begin(), rest.end(), [&](size_t a, size_t b) { return lower[a] < lower[b]; });
+    size_t r = 0;
+    while (r < rest.size() && (fastest < 0 || lower[rest[r]] <= kTie * fastest)) {
+      std::vector<size_t> batch;
+      for (; r < rest.size() && batch.size() < std::max(1u, o.jobs) && (fastest < 0 || lower[rest[r]] <= kTie * fastest); ++r)
+        batch.push_back(rest[r]);
+      timeOnModel(e, batch, i, windows, o, topo);
+      for (size_t k : batch)
+        seen(k);
+    }
+    pruned[i].assign(rest.begin() + long(r), rest.end());
+    for (size_t k = 0; k < n; ++k)
+      if (e.candidates[k].plan && e.candidates[k].seconds[i] >= 0)
+        last[k] = e.candidates[k].seconds[i];
+  }
+  for (size_t i = 0; i < e.sizes.size(); ++i) {
+    if (!monotone)
+      timeOnModel(e, pruned[i], i, windows, o, topo);
+    else
+      e.pruned += pruned[i].size();
+  }
+  e.monotone = monotone;
 }
 
 } // namespace
@@ -367,25 +492,16 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
       e.candidates.push_back(std::move(c));
   compileAll(e, inPlace, stdlib, o.target);
   if (!o.backend.empty() && o.backend != "sim") {
-    // Measured: one executor, one candidate at a time (they share the device).
+    // Measured: one executor, one candidate at a time (they share the device), every size
+    // (measurements are not monotone in size to the last digit, so no pruning).
     std::unique_ptr<runtime::Executor> measure = runtime::createExecutor(o.backend);
-    for (Candidate &c : e.candidates)
-      timeCandidate(c, e.runSizes, o, inPlace, topo, measure.get());
+    for (Candidate &c : e.candidates) {
+      const uint64_t window = c.plan ? smallestWindow(*c.plan) : 0;
+      for (size_t i = 0; i < e.sizes.size(); ++i)
+        timeAt(c, i, e.runSizes, window, o, inPlace, topo, measure.get());
+    }
   } else {
-    // The model: candidates replay independently, on up to o.jobs threads (each thread takes
-    // the next candidate; the result does not depend on the count).
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-      for (size_t k; (k = next++) < e.candidates.size();)
-        timeCandidate(e.candidates[k], e.runSizes, o, inPlace, topo, nullptr);
-    };
-    const unsigned jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(e.candidates.size())));
-    std::vector<std::thread> pool;
-    for (unsigned j = 1; j < jobs; ++j)
-      pool.emplace_back(worker);
-    worker();
-    for (std::thread &t : pool)
-      t.join();
+    searchModel(e, o, topo, o.exhaustive);
   }
   const auto kind = runtime::collectiveKind(collective);
   std::vector<bool> any(e.candidates.size()), defaults(e.candidates.size());
@@ -397,7 +513,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
     std::vector<double> t;
     for (const Candidate &c : e.candidates)
       t.push_back(c.seconds[i]);
-    e.winner.push_back(pick(t, any));
+    e.winner.push_back(pick(t, any, fastestOf(t, defaults)));
     e.bestDefault.push_back(pick(t, defaults));
     e.bound.push_back(runtime::sim::lowerBound(kind, ranks, topo, e.runSizes[i]));
   }
@@ -406,11 +522,6 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
 }
 
 int fallbackOf(const Envelope &e) {
-  std::vector<uint64_t> awkward{1, 3, 12};
-  for (uint64_t s : e.sizes) {
-    awkward.push_back(s + 1);
-    awkward.push_back(s + 4);
-  }
   int best = -1;
   size_t bestRuns = 0;
   double bestScore = 0;
@@ -418,9 +529,7 @@ int fallbackOf(const Envelope &e) {
     const Candidate &c = e.candidates[k];
     if (!c.plan)
       continue;
-    size_t runs = 0;
-    for (uint64_t s : awkward)
-      runs += c.plan->variableSizes || runtime::messageSizesFor(*c.plan, s, nullptr).has_value();
+    const size_t runs = awkwardRuns(c, e);
     double logRatio = 0; // geometric mean of time / the winner's, over the sweep
     for (size_t i = 0; i < e.sizes.size(); ++i) {
       if (e.winner[i] < 0)

@@ -64,6 +64,9 @@ struct TuneOptions {
   /// msccl lifts those limits for plans that only this project's executors (the API, the NCCL
   /// shim, msccl-run --target=msccl) run, e.g. deep pipelines (chunks=16).
   driver::Target target = driver::Target::Mscclpp;
+  /// --exhaustive: time every candidate at every size on the model (the default search prunes
+  /// what provably cannot win, with the same result: searchModel in Tune.cpp).
+  bool exhaustive = false;
 };
 
 /// One point of the search: a stdlib algorithm with its -D values.
@@ -78,7 +81,9 @@ struct Candidate {
   std::string fileStem() const;    ///< "allreduce_ring_instances4_chunks16"
   std::shared_ptr<const plan::Plan> plan; ///< out of place; null when left out
   std::string leftOut;             ///< why (compile or verification error, first line)
-  std::vector<double> seconds;     ///< per swept size; < 0 where the plan cannot run it
+  /// Per swept size; < 0 where the plan cannot run it or the model's search left it untimed
+  /// (Envelope::pruned: it could not win there).
+  std::vector<double> seconds;
 };
 
 /// Per collective and buffer mode: the sweep and its winners. In place and out of place are
@@ -93,11 +98,21 @@ struct Envelope {
   /// element size (72 ranks divide no power of two), else the size itself.
   std::vector<uint64_t> runSizes;
   std::vector<Candidate> candidates;   ///< defaults first, then the grid, per algorithm
-  std::vector<int> winner;             ///< per size: candidate index, -1 where none runs
+  /// Per size: candidate index, -1 where none runs: the first listed candidate whose time is
+  /// within 1% of the size's fastest (simpler plans come first).
+  std::vector<int> winner;
   std::vector<int> bestDefault;        ///< per size: the fastest candidate with isDefault
   std::vector<runtime::sim::LowerBound> bound; ///< per size
   /// The candidate for message sizes a winner cannot run (fallbackOf), -1 for none.
   int fallback = -1;
+  /// The model's search: (candidate, size) points left untimed because the candidate was
+  /// already slower than the size's fastest by more than the 1% tie at a smaller size (the
+  /// model's time does not fall as the size grows); their seconds stay < 0.
+  size_t pruned = 0;
+  /// False when some candidate's model time fell as the size grew: the search then timed every
+  /// pruned point after all (pruned = 0).
+  bool monotone = true;
+  std::string nonMonotone; ///< when not: the first candidate whose time fell, with the two times
 };
 
 /// The plan for the sizes between and around the powers of two that a winner cannot run (an LL

@@ -20,7 +20,7 @@ namespace {
 void usage(std::ostream &os) {
   os << "usage: msccl-tune [--topology NAME|FILE] [--ranks N] [--collective LIST] [--min-bytes S]\n"
         "                  [--max-bytes S] [--dtype T] [--quick] [--no-synth] [--backend NAME] [--verbose]\n"
-        "                  [--jobs N] [--stdlib DIR] [--target mscclpp|msccl]\n"
+        "                  [--jobs N] [--stdlib DIR] [--target mscclpp|msccl] [--exhaustive]\n"
         "                  [-o DIR | --install]\n"
         "  Searches every stdlib algorithm of each collective over its parameter grid (instances,\n"
         "  chunks, peers_per_tb, unit; a program's `// tune: V1, V2` comment on a param line sets that\n"
@@ -33,7 +33,9 @@ void usage(std::ostream &os) {
         "  --collective    comma-separated (default allreduce,allgather,reducescatter,alltoall)\n"
         "  --min-bytes, --max-bytes  the sweep (default 1K .. 4G; K, M, G suffixes)\n"
         "  --quick         defaults and instances only (no other grid axis)\n"
-        "  --jobs N        candidates replayed on the model at once (default: every core; same result)\n"
+        "  --jobs N        candidates replayed on the model at once (default: every core; same result)\n"        "  --exhaustive    replay every candidate at every size (by default a candidate already slower\n"
+        "                  than a size's fastest by more than the 1% tie at a smaller size is not\n"
+        "                  replayed: the model's time does not fall with size; same result)\n"
         "  --no-synth      leave out msccl-synth's programs (on a graph-shaped node they join the stdlib's:\n"
         "                  spanning-path packings for the topology, at pipeline windows 64K, 256K, 1M)\n"
         "  --backend NAME  time the candidates on that executor (cpu, cuda, cuda-virtual, ...: measured,\n"
@@ -74,6 +76,8 @@ int parse(int argc, const char *const *argv, TuneOptions &o, std::ostream &out, 
       o.quick = true;
     } else if (a == "--verbose") {
       o.verbose = true;
+    } else if (a == "--exhaustive") {
+      o.exhaustive = true;
     } else if (a == "--install") {
       o.install = true;
     } else if (a == "--no-synth") {
@@ -172,6 +176,12 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
         << std::setprecision(0) << (b.seconds > 0 ? 100 * b.seconds / t : 0) << "%  " << b.limitedBy;
     out << row.str() << "\n";
   }
+  if (e.pruned > 0)
+    out << "# " << e.pruned << " (candidate, size) points not replayed: slower than the size's fastest by more than "
+           "the 1% tie already at a smaller size (the model's time does not fall with size; --exhaustive replays "
+           "them, same result)\n";
+  if (!e.monotone)
+    out << "# a candidate's model time fell as the size grew (" << e.nonMonotone << "): every point was replayed\n";
   if (e.fallback >= 0)
     out << "# sizes no winner can run (e.g. odd byte counts): " << e.candidates[size_t(e.fallback)].label() << "\n";
 }

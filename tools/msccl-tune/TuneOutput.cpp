@@ -113,16 +113,25 @@ std::string envelopeSvg(const Envelope &e, const Topology &topo, uint32_t ranks)
   s << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">message size (nccl-tests S)</text>\n"
     << "<text x=\"18\" y=\"" << top + ph / 2 << "\" transform=\"rotate(-90 18 " << top + ph / 2
     << ")\" text-anchor=\"middle\">busbw (GB/s, model output)</text>\n";
+  // One polyline per run of sizes with a value: a size a candidate cannot run (or that the
+  // search did not replay) breaks its line.
   auto line = [&](const std::vector<double> &v, const std::string &style) {
     std::string pts;
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] > 0) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.1f,%.1f ", X(i), Y(v[i]));
-        pts += buf;
+    auto flush = [&] {
+      if (!pts.empty())
+        s << "<polyline fill=\"none\" " << style << " points=\"" << pts << "\"/>\n";
+      pts.clear();
+    };
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!(v[i] > 0)) {
+        flush();
+        continue;
       }
-    if (!pts.empty())
-      s << "<polyline fill=\"none\" " << style << " points=\"" << pts << "\"/>\n";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f,%.1f ", X(i), Y(v[i]));
+      pts += buf;
+    }
+    flush();
   };
   for (const Candidate &c : e.candidates) {
     if (!c.plan)
@@ -144,7 +153,7 @@ std::string envelopeSvg(const Envelope &e, const Topology &topo, uint32_t ranks)
   const char *legend[][2] = {{"#1f77b4", "tuned envelope"},
                              {"#2ca02c", "best stdlib plan at its defaults"},
                              {"#d62728", "lower bound"},
-                             {"#c8c8c8", "every candidate"}};
+                             {"#c8c8c8", "each candidate (where replayed)"}};
   for (int k = 0; k < 4; ++k)
     s << "<line x1=\"" << left + pw + 15 << "\" x2=\"" << left + pw + 45 << "\" y1=\"" << top + 10 + 20 * k
       << "\" y2=\"" << top + 10 + 20 * k << "\" stroke=\"" << legend[k][0] << "\" stroke-width=\"3\"/><text x=\""
