@@ -4,7 +4,7 @@ docs/algorithms.md (every figure in it is model output).
 
 For each topology of --machines and each collective of --collectives, runs
 
-    msccl-tune --topology T --collective C --min-bytes 1K --max-bytes 4G -o OUT/T/C [--quick] [--no-synth]
+    msccl-tune --topology T --collective C --min-bytes 1K --max-bytes 4G --target TARGET -o OUT/T/C [--quick] [--no-synth]
 
 (--quick for the machines of --quick-machines, --no-synth for those of --no-synth-machines), keeps its printed table in OUT/T/C/tune.log and
 its wall time (measured) in OUT/T/C/wall.txt, and parses the table: per power-of-two size the
@@ -28,10 +28,12 @@ docs/images/tune/T-C[-inplace].svg and linked.
 Usage:
   tune_report.py [--msccl-tune PATH] [--msccl-run PATH] [--machines LIST] [--quick-machines LIST]
                  [--no-synth-machines LIST] [--collectives LIST] [--min-bytes S] [--max-bytes S]
-                 [--out DIR] [--reuse] [--root REPO] [--write | --print]
+                 [--target msccl|mscclpp] [--out DIR] [--reuse] [--root REPO] [--write | --print]
+  --target  msccl-tune's target (default msccl: this project's executors, which the API, the NCCL
+            shim and `msccl-tune --install` serve; mscclpp: plans MSCCL++'s executor runs too)
   --out     where the tuned directories go (default build/tune-report)
   --reuse   parse OUT/T/C/tune.log where a finished one of the same mode (full or --quick, with or
-            without synth) is there instead of tuning again (so the machines can be tuned one at a
+            without synth, the same target) is there instead of tuning again (so the machines can be tuned one at a
             time and the section written at the end)
   --write   replace (or add) the section in docs/algorithms.md and copy the charts
   --print   print the section (default)
@@ -61,6 +63,16 @@ NO_SYNTH = ["gb200-nvl72"]
 QUICK_WHY = {
     "gb200-nvl72": "72-rank plans: the quick AllReduce alone took over 6 minutes, the full grid has about "
                    "five times its candidates (AllReduce: 35 here, 166 in the full grid on hgx-h100)",
+}
+# What the plans of each msccl-tune target run on (the report's head says which was tuned).
+TARGET_TEXT = {
+    "msccl": "Target `msccl`: the plans are for this project's executors (the API, the NCCL shim, "
+             "msccl-run, `msccl-tune --install`), without MSCCL++'s loader limits (64 ops per threadblock, "
+             "no unfused switch reduce `glre`), so deeper pipelines such as `allreduce/hierarchical_nvls` "
+             "past 7 chunks are candidates; `msccl-tune --target mscclpp` keeps only plans MSCCL++'s "
+             "executor runs too.",
+    "mscclpp": "Target `mscclpp`: only plans MSCCL++'s executor runs too (its loader's limits: 64 ops per "
+               "threadblock, no unfused switch reduce `glre`); this project's executors run them as well.",
 }
 COLLECTIVES = ["allreduce", "allgather", "reducescatter", "alltoall"]
 TITLE = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
@@ -253,7 +265,8 @@ class Verdict:
         by = {r["size"]: r for r in self.rows}
         self.key = {s: by.get(s) for s in KEY_SIZES}
         # At least as fast as the best default: the tuned busbw is not below the default column
-        # (both printed to 0.01 GB/s; the tuner may keep a simpler plan within 1% of the fastest).
+        # (both printed to 0.01 GB/s; the tuner's tie rule never picks a plan slower than the fastest
+        # default, so this finds only a tuner at odds with its own rule).
         self.slower = [r for r in self.rows if r["busbw"] < r["default"]]
         self.defaults_ok = not self.slower and not self.missing
         self.big = [r for r in self.rows if r["size"] >= BOUND_FROM]
@@ -283,8 +296,8 @@ def key_cell(row):
     return "%.1f (%d%%)" % (row["busbw"], row["of_bound"])
 
 
-def mode_name(quick, synth):
-    return ("quick" if quick else "full") + ("" if synth else "-nosynth")
+def mode_name(quick, synth, target):
+    return ("quick" if quick else "full") + ("" if synth else "-nosynth") + "-" + target
 
 
 def tune_one(args, topology, coll, quick):
@@ -299,14 +312,14 @@ def tune_one(args, topology, coll, quick):
         with open(wall) as f:
             recorded = f.read().split()
         sweep = "%s-%s" % (short_size(args.min_bytes), short_size(args.max_bytes))
-        if "\n# searched in " in text and recorded[1:2] == [mode_name(quick, synth)] and \
+        if "\n# searched in " in text and recorded[1:2] == [mode_name(quick, synth, args.target)] and \
                 (recorded[2:3] or ["1K-4G"]) == [sweep]:
             return parse_log(text), float(recorded[0]), d
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
     cmd = [args.msccl_tune, "--topology", topology, "--collective", coll, "--min-bytes", short_size(args.min_bytes),
-           "--max-bytes", short_size(args.max_bytes), "-o", d] + (["--quick"] if quick else []) + ([] if synth else ["--no-synth"])
+           "--max-bytes", short_size(args.max_bytes), "--target", args.target, "-o", d] + (["--quick"] if quick else []) + ([] if synth else ["--no-synth"])
     print("tune_report: %s" % " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -317,7 +330,7 @@ def tune_one(args, topology, coll, quick):
     with open(log, "w") as f:
         f.write(p.stdout)
     with open(wall, "w") as f:
-        f.write("%.1f %s %s-%s\n" % (secs, mode_name(quick, synth), short_size(args.min_bytes),
+        f.write("%.1f %s %s-%s\n" % (secs, mode_name(quick, synth, args.target), short_size(args.min_bytes),
                                       short_size(args.max_bytes)))
     print("tune_report: %s %s: %.1f s (measured)" % (topology, coll, secs), file=sys.stderr, flush=True)
     return parse_log(p.stdout), secs, d
@@ -482,8 +495,8 @@ def machine_section(args, topology, results, walls, quick):
                                  range_text(a, b) for a, b in size_runs([r for r in rows if not r["plan"]], rows)),
                                  env["candidates"], env["proven"], why))
             if v.slower:
-                notes.append("* %s, slower than the best default: %s (model output; the tuner keeps a simpler "
-                             "plan unless another is more than 1%% faster)." % (
+                notes.append("* %s, slower than the best default: %s (model output; the tuner's tie rule should "
+                             "never pick a plan slower than the fastest default)." % (
                                  name, ", ".join("%s %.2f against %.2f GB/s" % (size_text(r["size"]), r["busbw"],
                                                                                 r["default"]) for r in v.slower)))
             if v.far:
@@ -533,6 +546,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(root, "build", "tune-report"),
                     help="where the tuned directories go (default build/tune-report)")
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--target", choices=["msccl", "mscclpp"], default="msccl")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true")
     g.add_argument("--print", action="store_true")
@@ -573,6 +587,8 @@ def main():
         cmd += " --min-bytes " + short_size(args.min_bytes)
     if args.max_bytes != 4 << 30:
         cmd += " --max-bytes " + short_size(args.max_bytes)
+    if args.target != "msccl":
+        cmd += " --target " + args.target
     head = [
         BEGIN, "",
         "### Tuned plans per machine (msccl-tune, model output)", "",
@@ -581,18 +597,19 @@ def main():
         "**Every time, busbw and bound here is model output** (the performance model, "
         "[performance-model.md](performance-model.md)), not a measurement; the wall times are measured. "
         "Unlike the crossover tables above, the candidates are every stdlib algorithm over the tuner's "
-        "parameter grid (and on a graph-shaped node (a fabric) msccl-synth's programs), and a candidate must be more than 1%% faster "
-        "than those listed before it to win a size. The busbw columns give the tuned busbw and its share of the "
+        "parameter grid (and on a graph-shaped node (a fabric) msccl-synth's programs), and a size's winner is the first listed candidate "
+        "(simpler plans come first) within 1%% of its fastest and no slower than the fastest plan at its defaults. The busbw columns give the tuned busbw and its share of the "
         "lower bound (bound time / plan time); \"best default\" is the fastest stdlib plan at its defaults "
         "(msccl-tune's `default(GB/s)` column); \"within 15%%\" means the plan's time is at most 1.15 x the "
         "bound's. Charts: busbw against size, every candidate thin, the tuned envelope thick, the best default "
         "dashed, the bound dotted. Wall times: measured on the 2-core development machine (msccl-tune's default "
-        "`--jobs`, every core) while other builds and tests shared it at times." % (size_text(args.min_bytes), size_text(args.max_bytes)), "",
+        "`--jobs`, every core) while other builds and tests shared it at times. %s" % (
+            size_text(args.min_bytes), size_text(args.max_bytes), TARGET_TEXT[args.target]), "",
         "Generated by `%s` (each machine and collective: `msccl-tune --topology T --collective C "
-        "--min-bytes %s --max-bytes %s -o DIR`, `--quick` for %s, `--no-synth` for %s; then `msccl-run --backend sim` on the "
+        "--min-bytes %s --max-bytes %s --target %s -o DIR`, `--quick` for %s, `--no-synth` for %s; then `msccl-run --backend sim` on the "
         "winners that are not within 15%% of the bound; the tuned directories go to build/tune-report). No test "
         "reruns it: the tunes took %s in all (measured, one at a time)." % (
-            cmd, short_size(args.min_bytes), short_size(args.max_bytes),
+            cmd, short_size(args.min_bytes), short_size(args.max_bytes), args.target,
                              ", ".join(m for m in machines if m in quick) or "none",
                              ", ".join(m for m in machines if m in args.no_synth) or "none", fmt_secs(total)), ""]
     glance = ["At a glance, out of place (model output): at least as fast as the best default at every size / "
