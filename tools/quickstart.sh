@@ -13,13 +13,23 @@
 #                    each libFuzzer target of fuzz/ for FUZZ_SECONDS (default 60) from its seeds,
 #                    printing its execs and coverage. Exits non-zero on any failing test, crash,
 #                    sanitizer report, leak or timeout. Does not build the normal build.
-# Environment: BUILD_DIR (default <repo>/build), JOBS (default: number of cores).
+# Environment: BUILD_DIR (default <repo>/build), JOBS (default: number of cores), MSCCL_NO_CCACHE.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=${1:-demo}
 build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
+# A compiler cache where ccache is installed (optional, not installed by this script): CI builds a
+# clean clone each time, and ccache, with paths under the clone made relative (CCACHE_BASEDIR)
+# and the working directory left out of the key (CCACHE_NOHASHDIR: debug info may then name the
+# first clone's directory), lets the next clone reuse the objects of the last. C and C++ only
+# (not nvcc). MSCCL_NO_CCACHE=1 turns it off.
+launcher=()
+if [[ -z ${MSCCL_NO_CCACHE:-} ]] && command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+fi
 
 case "$mode" in demo|test|fuzz) ;; *) echo "usage: $0 [demo|test|fuzz]" >&2; exit 2 ;; esac
 
@@ -59,7 +69,7 @@ if [[ $mode == fuzz ]]; then
   seconds=${FUZZ_SECONDS:-60}
   echo "== sanitizer + fuzz build in $fbuild"
   cmake -S "$root" -B "$fbuild" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
-        -DCMAKE_CXX_COMPILER=clang++-14 -DMSCCL_FUZZ=ON -DMSCCL_ENABLE_CUDA=OFF >/dev/null
+        -DCMAKE_CXX_COMPILER=clang++-14 -DMSCCL_FUZZ=ON -DMSCCL_ENABLE_CUDA=OFF "${launcher[@]}" >/dev/null
   cmake --build "$fbuild" -j "$jobs"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -91,7 +101,7 @@ if [[ $mode == fuzz ]]; then
   exit $status
 fi
 echo "== building in $build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 
 # --- 4. The job -------------------------------------------------------------------------------
