@@ -99,7 +99,7 @@ TEST_CASE("the envelope beats every plan at its defaults and never beats the low
         1.01 * ip.candidates[size_t(ip.winner[0])].seconds[0]);
 }
 
-TEST_CASE("the model's search prunes what cannot win and finds what the exhaustive search finds", "[tune]") {
+TEST_CASE("the model's search prunes what cannot win and finds what the exhaustive search finds", "[tune][slow]") {
   // Pruned: candidates already slower than a size's fastest by more than the 1% tie at a
   // smaller size (the model's time does not fall with size). Same winners, best defaults,
   // fallback and winner times as replaying everything, on machines of three kinds.
