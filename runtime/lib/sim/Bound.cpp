@@ -146,12 +146,16 @@ LowerBound lowerBound(CollectiveKind kind, uint32_t nranks, const Topology &topo
   b.latencySeconds = (topo.launchUs + hopUs) * 1e-6;
   std::string limit = nodes > 1 ? "network" : topo.intraKind;
   double linkSeconds = 0;
+  // A rank's links: NVLink, and across nodes its NIC as well (a second way in and out: the
+  // hierarchical AllGather brings a block from another node through it), so the cut around one
+  // GPU has both capacities.
+  const double nic = nodes > 1 ? std::max(topo.nicGBps, 0.0) : 0;
   if (topo.intraGBps > 0) {
     const CollectiveTraffic p2p = collectiveTraffic(kind, nranks, nodes, false);
-    linkSeconds = p2p.rankLink * S / (topo.intraGBps * 1e9);
+    linkSeconds = p2p.rankLink * S / ((topo.intraGBps + nic) * 1e9);
     if (topo.nvls && topo.nvlsEfficiency > 0) {
       const CollectiveTraffic sw = collectiveTraffic(kind, nranks, nodes, true);
-      const double nvlsSeconds = sw.rankLink * S / (topo.intraGBps * topo.nvlsEfficiency * 1e9);
+      const double nvlsSeconds = sw.rankLink * S / ((topo.intraGBps * topo.nvlsEfficiency + nic) * 1e9);
       if (nvlsSeconds < linkSeconds)
         linkSeconds = nvlsSeconds, limit = "nvls";
       else

@@ -202,7 +202,8 @@ std::unique_ptr<SimExecutor> makeSimExecutor(const std::string &nameOrFile);
 /// (launchUs), then the longer of one hop (a flag must reach a peer: intraLatencyUs, or
 /// netLatencyUs when the ranks span nodes) and the bandwidth term, the larger of
 ///   rankLink x S / intraGBps, or with NVLS the smaller of that and the switch-reduced traffic over
-///                          intraGBps x nvlsEfficiency (every rank's link);
+///                          intraGBps x nvlsEfficiency (every rank's link; across nodes plus
+///                          nicGBps, the rank's NIC being a second way in and out);
 ///   nodeNetwork x S / (gpusPerNode x nicGBps) (every node's NICs together),
 /// with rankLink and nodeNetwork from collectiveTraffic (Collectives.def). It leaves out what the
 /// model charges per threadblock, per op and for HBM: a schedule may use as many threadblocks as
