@@ -61,6 +61,10 @@ QUICK = ["gb200-nvl72"]
 NO_SYNTH = ["gb200-nvl72"]
 # Why a machine is tuned with --quick (measured on the 2-core development machine, 2026-11).
 QUICK_WHY = {
+    "4x-hgx-h100": "32-rank plans: with --target msccl the full grid's AllReduce (allreduce/hierarchical_nvls up to "
+                   "64 chunks and 8 instances) ran for over 40 minutes without finishing on the 2-core machine "
+                   "(2026-11-29), so it is tuned with --quick here (chunks stay at each program's "
+                   "default: see the hierarchical_nvls table above for deeper pipelines)",
     "gb200-nvl72": "72-rank plans: the quick AllReduce alone took over 6 minutes, the full grid has about "
                    "five times its candidates (AllReduce: 35 here, 166 in the full grid on hgx-h100)",
 }
