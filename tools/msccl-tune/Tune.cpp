@@ -401,18 +401,19 @@ void timeOnModel(Envelope &e, const std::vector<size_t> &ks, size_t i, const std
 /// found at this size: once it is not, no remaining candidate can tie with the fastest, so none
 /// can win (pick), and they are left untimed (`e.pruned`). A timed candidate faster than its L
 /// (the model not monotone for it) makes the search time every pruned point after all, so the
-/// result is always the exhaustive search's. `exhaustive` times everything.
-void searchModel(Envelope &e, const TuneOptions &o, const Topology &topo, bool exhaustive) {
+/// result is always the exhaustive search's. `o.exhaustive` times everything.
+void searchModel(Envelope &e, const TuneOptions &o, const Topology &topo) {
   const size_t n = e.candidates.size();
   std::vector<uint64_t> windows(n);
-  size_t mostRuns = 0;
+  std::vector<size_t> runs(n);
   for (size_t k = 0; k < n; ++k) {
     windows[k] = e.candidates[k].plan ? smallestWindow(*e.candidates[k].plan) : 0;
-    mostRuns = std::max(mostRuns, awkwardRuns(e.candidates[k], e));
+    runs[k] = awkwardRuns(e.candidates[k], e);
   }
+  const size_t mostRuns = n ? *std::max_element(runs.begin(), runs.end()) : 0;
   std::vector<bool> always(n);
   for (size_t k = 0; k < n; ++k)
-    always[k] = exhaustive || e.candidates[k].isDefault || (mostRuns > 0 && awkwardRuns(e.candidates[k], e) == mostRuns);
+    always[k] = o.exhaustive || e.candidates[k].isDefault || (mostRuns > 0 && runs[k] == mostRuns);
   // Per candidate, its time at the largest smaller size where it was timed and ran (< 0: none).
   // (Extrapolating from two sizes, as if the time were convex in size, would prune more, but
   // the model's pipelined plans are not convex: allreduce/pipelined at 16 MiB on hgx-h100.)
@@ -445,10 +446,12 @@ void searchModel(Envelope &e, const TuneOptions &o, const Topology &topo, bool e
     for (size_t k : first)
       seen(k);
     std::stable_sort(rest.begin(), rest.end(), [&](size_t a, size_t b) { return lower[a] < lower[b]; });
+    // Whether the next candidate in L order can still tie with the fastest found so far.
     size_t r = 0;
-    while (r < rest.size() && (fastest < 0 || lower[rest[r]] <= kTie * fastest)) {
+    auto nextCanTie = [&] { return r < rest.size() && (fastest < 0 || lower[rest[r]] <= kTie * fastest); };
+    while (nextCanTie()) {
       std::vector<size_t> batch;
-      for (; r < rest.size() && batch.size() < std::max(1u, o.jobs) && (fastest < 0 || lower[rest[r]] <= kTie * fastest); ++r)
+      for (; nextCanTie() && batch.size() < std::max(1u, o.jobs); ++r)
         batch.push_back(rest[r]);
       timeOnModel(e, batch, i, windows, o, topo);
       for (size_t k : batch)
@@ -501,7 +504,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
         timeAt(c, i, e.runSizes, window, o, inPlace, topo, measure.get());
     }
   } else {
-    searchModel(e, o, topo, o.exhaustive);
+    searchModel(e, o, topo);
   }
   const auto kind = runtime::collectiveKind(collective);
   std::vector<bool> any(e.candidates.size()), defaults(e.candidates.size());

@@ -99,7 +99,8 @@ struct Envelope {
   std::vector<uint64_t> runSizes;
   std::vector<Candidate> candidates;   ///< defaults first, then the grid, per algorithm
   /// Per size: candidate index, -1 where none runs: the first listed candidate whose time is
-  /// within 1% of the size's fastest (simpler plans come first).
+  /// within 1% of the size's fastest (simpler plans come first) and no slower than the fastest
+  /// candidate at its defaults.
   std::vector<int> winner;
   std::vector<int> bestDefault;        ///< per size: the fastest candidate with isDefault
   std::vector<runtime::sim::LowerBound> bound; ///< per size
