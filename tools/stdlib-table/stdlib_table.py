@@ -254,17 +254,18 @@ def compile_plan(mscclc, algo, defines, tmp, stdlib_dir=None):
         return json.load(f)
 
 
-def stdlib_algorithms(root):
-    """Every algorithm under stdlib/<collective>/<name>.msccl (not the common/ building blocks)."""
-    top = os.path.join(root, "stdlib")
-    return sorted("%s/%s" % (c, f[:-len(".msccl")]) for c in os.listdir(top) if c != "common"
-                  and os.path.isdir(os.path.join(top, c))
-                  for f in os.listdir(os.path.join(top, c)) if f.endswith(".msccl"))
+def stdlib_algorithms(mscclc, stdlib_dir):
+    """Every algorithm of the stdlib in `stdlib_dir`, as `mscclc --list-stdlib` lists them."""
+    env = dict(os.environ, MSCCL_STDLIB_PATH=stdlib_dir)
+    r = subprocess.run([mscclc, "--list-stdlib"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError("%s --list-stdlib failed:\n%s" % (mscclc, r.stderr))
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
 def generate(mscclc, root, stdlib_dir=None):
     # Every algorithm gets a table: a new one without SHAPES is an error, not a silent omission.
-    missing = [a for a in stdlib_algorithms(root) if a not in SHAPES]
+    missing = [a for a in stdlib_algorithms(mscclc, stdlib_dir or os.path.join(root, "stdlib")) if a not in SHAPES]
     if missing:
         raise RuntimeError("stdlib algorithms without shapes in SHAPES (tools/stdlib-table/stdlib_table.py): " +
                            ", ".join(missing))
