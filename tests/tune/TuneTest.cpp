@@ -343,3 +343,46 @@ TEST_CASE("the model's candidates replay on several threads with the same result
   CHECK(synth);
   CHECK(a.candidates[size_t(a.winner.back())].algorithm == "synth/paths");
 }
+
+TEST_CASE("a plan the topology cannot run is left out before the verifier runs; the rest are proven", "[tune]") {
+  // A program the verifier refuses (every rank puts into every peer's output with no handshake)
+  // whose memory channels also cross nodes on 2x-hgx-h100: the topology's reason is given, which
+  // means the plan was screened on the model before the verifier (the costly step) ran. On one
+  // node the same program reaches the verifier, which leaves it out with its race.
+  const fs::path dir = fs::temp_directory_path() / ("msccl-tune-screen-" + std::to_string(getpid()));
+  fs::create_directories(dir / "allgather");
+  {
+    std::ofstream f(dir / "allgather" / "unsynced.msccl");
+    f << "param ranks = 16\nparam instances = 1\n"
+         "program allgather_unsynced(collective = AllGather(ranks, 1, false), instances = instances) {\n"
+         "  for r in range(ranks) {\n"
+         "    for p in range(ranks) {\n"
+         "      if p != r {\n"
+         "        let ch = MemoryChannel(p, r)\n"
+         "        ch.put(Rank(p).get_output_buffer()[r : r + 1], Rank(r).get_input_buffer()[0 : 1], tb = p)\n"
+         "      }\n"
+         "    }\n"
+         "    Rank(r).copy(Rank(r).get_output_buffer()[r : r + 1], Rank(r).get_input_buffer()[0 : 1], tb = r)\n"
+         "  }\n"
+         "}\n";
+  }
+  TuneOptions o = quickOptions(1 << 20);
+  o.stdlibDir = dir.string();
+  o.synth = false;
+  const Envelope across = tuneCollective("allgather", false, o, runtime::sim::loadTopology("2x-hgx-h100"), 16, 8);
+  REQUIRE_FALSE(across.candidates.empty());
+  for (const Candidate &c : across.candidates) { // the grid's instances=1 is the default's plan
+    INFO(c.label());
+    CHECK_FALSE(c.plan);
+    if (c.leftOut != "the same plan as allgather/unsynced")
+      CHECK_THAT(c.leftOut, Catch::StartsWith("the topology cannot run it: ") && Catch::Contains("crosses nodes"));
+  }
+  CHECK_THAT(across.candidates[0].leftOut, Catch::StartsWith("the topology cannot run it: "));
+  const Envelope one = tuneCollective("allgather", false, o, runtime::sim::loadTopology("hgx-h100"), 8, 8);
+  REQUIRE_FALSE(one.candidates.empty());
+  CHECK_FALSE(one.candidates[0].plan);
+  CHECK_THAT(one.candidates[0].leftOut, Catch::Contains("race"));
+  for (const Candidate &c : one.candidates) // the grid (instances) is refused too
+    CHECK_FALSE(c.plan);
+  fs::remove_all(dir);
+}

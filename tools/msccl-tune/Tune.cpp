@@ -9,9 +9,12 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Verify.h"
 
+#include <llvm/Support/SHA256.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <thread>
 #include <atomic>
@@ -218,9 +221,10 @@ std::vector<Candidate> synthCandidates(const std::string &collective, const Topo
 }
 
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
-                                                   std::string &why, driver::Target target) {
+                                                   std::string &why, driver::Target target, bool verify) {
   driver::CompilerInvocation inv;
   inv.target = target;
+  inv.noVerify = !verify;
   inv.input = c.source.empty() ? "stdlib:" + c.algorithm : "-";
   inv.stdlibDir = stdlibDir;
   for (const auto &[k, v] : c.defines)
@@ -231,8 +235,15 @@ std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std
   std::optional<plan::Plan> p = driver::compilePlan(inv, source, es);
   es.flush();
   if (!p) {
-    // The error line, without the file name mscclc puts first.
+    // The first error line (an error in an imported file comes after "Included from" lines),
+    // without the file name mscclc puts first.
+    std::istringstream lines(errors);
     std::string line = firstLine(errors);
+    for (std::string l; std::getline(lines, l);)
+      if (l.find("error: ") != std::string::npos) {
+        line = l;
+        break;
+      }
     const size_t at = line.find("error: ");
     why = at == std::string::npos ? line : line.substr(at + 7);
     return nullptr;
@@ -312,28 +323,132 @@ size_t awkwardRuns(const Candidate &c, const Envelope &e) {
 
 namespace {
 
-/// Compile (proving) every candidate of `e` in place or not; a grid point whose plan is the same
-/// as an earlier candidate's (a parameter at its default, a value the program clamps) is left
-/// out: it would be timed the same.
-void compileAll(Envelope &e, bool inPlace, const std::string &stdlib, driver::Target target) {
-  std::map<std::string, std::string> seen; // plan text (name aside) -> first candidate's label
-  for (Candidate &c : e.candidates) {
-    c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut, target);
+/// Runs `work(k)` for k in [0, n) on up to `jobs` threads, each taking the next k.
+template <typename Work> void forEachOnThreads(size_t n, unsigned jobs, Work &&work) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k; (k = next++) < n;)
+      work(k);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned j = 1; j < std::max(1u, std::min<unsigned>(jobs, unsigned(n))); ++j)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// Why `topo` cannot run plan `p` at all ("" when it can, or when the model fails for another
+/// reason, which the sweep then reports): the model at the smallest swept size the plan runs
+/// stops at the first op the topology lacks (a memory channel across nodes, a switch channel
+/// without NVLS or across NVLink domains).
+std::string topologyRefusal(const plan::Plan &p, const Envelope &e, const TuneOptions &o, const Topology &topo) {
+  for (uint64_t s : e.runSizes) {
+    auto ms = s == 0 ? std::nullopt : runtime::messageSizesFor(p, s, plan::dataTypeBytes(o.type()), nullptr);
+    if (!ms)
+      continue;
+    try {
+      // validate: the plan is not verified yet; the plan checks refuse a malformed one first.
+      runtime::sim::simulate(p, topo, ms->inputBytes, ms->outputBytes, runtime::PacketType::LL16, true);
+    } catch (const runtime::ExecutionError &x) {
+      if (x.kind() == runtime::ErrorKind::Unsupported)
+        return "the topology cannot run it: " + firstLine(x.what());
+    } catch (const std::exception &) {
+    }
+    return "";
+  }
+  return "";
+}
+
+/// A proven plan, or why there is none, per compilation (algorithm or source, the defines with
+/// `inplace` resolved, target, stdlib): the two buffer modes of a program without an `inplace`
+/// param compile the same plan, and msccl-tune tunes both modes in one process.
+struct ProvenCache {
+  std::mutex mu;
+  std::map<std::string, std::pair<std::shared_ptr<const plan::Plan>, std::string>> plans;
+};
+ProvenCache &provenCache() {
+  static ProvenCache cache;
+  return cache;
+}
+
+std::string compileKey(const Candidate &c, const std::string &stdlibDir, bool inPlace, driver::Target target) {
+  std::string key = c.algorithm + '\n' + c.source + '\n' + stdlibDir + '\n' + std::to_string(int(target));
+  for (const auto &[k, v] : c.defines)
+    key += '\n' + k + '=' + (k == "inplace" ? (inPlace ? "true" : "false") : v);
+  return key;
+}
+
+/// Compile every candidate of `e` in place or not, in three steps, so that the static verifier
+/// (most of a compile at 32 ranks: seconds, and a gigabyte for a deep pipeline) runs only on
+/// plans that can take part: (1) compile without verification (`jobs` threads); (2) in order,
+/// leave out a grid point whose plan is the same as an earlier candidate's (by SHA-256 of its
+/// JSON; a parameter at its default, a value the program clamps: it would be timed the same), a
+/// plan for the other buffer mode only, and on the model a plan the topology cannot run
+/// (topologyRefusal); (3) compile the rest with verification (`jobs` threads; ProvenCache),
+/// which proves them or leaves them out with the verifier's error. Every plan kept is the
+/// verified compile's.
+void compileAll(Envelope &e, bool inPlace, const TuneOptions &o, const Topology &topo) {
+  const std::string &stdlib = o.stdlibDir;
+  // Per candidate: whether it compiled, its plan's SHA-256 (the JSON, name aside: a deep
+  // pipeline at 32 ranks writes tens of megabytes, so the text is not kept), the buffer mode it
+  // is written for, and the topology's refusal. The drafts themselves are dropped at once.
+  struct Draft {
+    bool compiled = false, inplace = false;
+    std::array<uint8_t, 32> sha{};
+    std::string refusal;
+  };
+  std::vector<Draft> drafts(e.candidates.size());
+  forEachOnThreads(e.candidates.size(), o.jobs, [&](size_t k) {
+    Candidate &c = e.candidates[k];
     c.seconds.assign(e.sizes.size(), -1);
-    if (c.plan) {
-      plan::Plan unnamed = *c.plan;
+    std::shared_ptr<const plan::Plan> draft = compileCandidate(c, stdlib, inPlace, c.leftOut, o.target, false);
+    if (!draft)
+      return;
+    Draft &d = drafts[k];
+    d.compiled = true;
+    d.inplace = draft->inplace;
+    {
+      plan::Plan unnamed = *draft;
       unnamed.name.reset();
-      auto [it, fresh] = seen.emplace(plan::writePlan(unnamed, -1), c.label());
-      if (!fresh && !c.isDefault) {
-        c.leftOut = "the same plan as " + it->second;
-        c.plan.reset();
+      const std::string text = plan::writePlan(unnamed, -1);
+      d.sha = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(text.data()), text.size()));
+    }
+    if (o.backend.empty() || o.backend == "sim") // measuring runs what the backend can
+      d.refusal = topologyRefusal(*draft, e, o, topo);
+  });
+  std::map<std::array<uint8_t, 32>, std::string> seen; // plan SHA-256 -> first candidate's label
+  std::vector<size_t> prove;
+  for (size_t k = 0; k < e.candidates.size(); ++k) {
+    Candidate &c = e.candidates[k];
+    const Draft &d = drafts[k];
+    if (!d.compiled)
+      continue;
+    auto [it, fresh] = seen.emplace(d.sha, c.label());
+    if (!fresh && !c.isDefault)
+      c.leftOut = "the same plan as " + it->second;
+    else if (!c.hasInplaceParam && d.inplace != inPlace)
+      c.leftOut = std::string("written for ") + (d.inplace ? "in-place" : "out-of-place") + " calls only";
+    else if (!d.refusal.empty())
+      c.leftOut = d.refusal;
+    else
+      prove.push_back(k);
+  }
+  ProvenCache &cache = provenCache();
+  forEachOnThreads(prove.size(), o.jobs, [&](size_t n) {
+    Candidate &c = e.candidates[prove[n]];
+    const std::string key = compileKey(c, stdlib, inPlace, o.target);
+    {
+      std::lock_guard<std::mutex> lock(cache.mu);
+      if (auto it = cache.plans.find(key); it != cache.plans.end()) {
+        std::tie(c.plan, c.leftOut) = it->second;
+        return;
       }
     }
-    if (c.plan && !c.hasInplaceParam && c.plan->inplace != inPlace) {
-      c.leftOut = std::string("written for ") + (c.plan->inplace ? "in-place" : "out-of-place") + " calls only";
-      c.plan.reset();
-    }
-  }
+    c.plan = compileCandidate(c, stdlib, inPlace, c.leftOut, o.target);
+    std::lock_guard<std::mutex> lock(cache.mu);
+    cache.plans.emplace(key, std::make_pair(c.plan, c.leftOut));
+  });
 }
 
 /// Time candidate `c` at size index `i` of `sizes` (its smallest pipeline window is `window`
@@ -379,18 +494,8 @@ void timeAt(Candidate &c, size_t i, const std::vector<uint64_t> &sizes, uint64_t
 /// takes the next candidate; the result does not depend on the count).
 void timeOnModel(Envelope &e, const std::vector<size_t> &ks, size_t i, const std::vector<uint64_t> &windows,
                  const TuneOptions &o, const Topology &topo) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t n; (n = next++) < ks.size();)
-      timeAt(e.candidates[ks[n]], i, e.runSizes, windows[ks[n]], o, e.inPlace, topo, nullptr);
-  };
-  const unsigned jobs = std::max(1u, std::min<unsigned>(o.jobs, unsigned(ks.size())));
-  std::vector<std::thread> pool;
-  for (unsigned j = 1; j < jobs; ++j)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
+  forEachOnThreads(ks.size(), o.jobs,
+                   [&](size_t n) { timeAt(e.candidates[ks[n]], i, e.runSizes, windows[ks[n]], o, e.inPlace, topo, nullptr); });
 }
 
 /// The model's search, size by size, ascending, as branch and bound. The model's time of a plan
@@ -493,7 +598,10 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   if (o.synth)
     for (Candidate &c : synthCandidates(collective, topo, ranks, stdlib, o.quick))
       e.candidates.push_back(std::move(c));
-  compileAll(e, inPlace, stdlib, o.target);
+  const auto start = std::chrono::steady_clock::now();
+  compileAll(e, inPlace, o, topo);
+  const auto compiled = std::chrono::steady_clock::now();
+  e.compileSeconds = std::chrono::duration<double>(compiled - start).count();
   if (!o.backend.empty() && o.backend != "sim") {
     // Measured: one executor, one candidate at a time (they share the device), every size
     // (measurements are not monotone in size to the last digit, so no pruning).
@@ -506,6 +614,7 @@ Envelope tuneCollective(const std::string &collective, bool inPlace, const TuneO
   } else {
     searchModel(e, o, topo);
   }
+  e.timeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - compiled).count();
   const auto kind = runtime::collectiveKind(collective);
   std::vector<bool> any(e.candidates.size()), defaults(e.candidates.size());
   for (size_t k = 0; k < e.candidates.size(); ++k) {

@@ -114,6 +114,9 @@ struct Envelope {
   /// pruned point after all (pruned = 0).
   bool monotone = true;
   std::string nonMonotone; ///< when not: the first candidate whose time fell, with the two times
+  /// Wall time (measured, this machine): compiling and proving the candidates, then timing them
+  /// (the model's search, or the measurements).
+  double compileSeconds = 0, timeSeconds = 0;
 };
 
 /// The plan for the sizes between and around the powers of two that a winner cannot run (an LL
@@ -137,9 +140,12 @@ std::vector<Candidate> synthCandidates(const std::string &collective, const runt
                                        uint32_t ranks, const std::string &stdlibDir, bool quick);
 
 /// Compile `c` with mscclc's driver (in place when `inPlace` and the program has `inplace`),
-/// which proves the plan for `target`'s executors; null with the error's first line in `why`.
+/// which proves the plan for `target`'s executors (`verify` false: mscclc --no-verify, no plan
+/// checks or static verifier: for a screen before the proof, never a plan to write); null with
+/// the error's first line in `why`.
 std::shared_ptr<const plan::Plan> compileCandidate(const Candidate &c, const std::string &stdlibDir, bool inPlace,
-                                                   std::string &why, driver::Target target = driver::Target::Mscclpp);
+                                                   std::string &why, driver::Target target = driver::Target::Mscclpp,
+                                                   bool verify = true);
 
 /// Compile (proving each plan; in place or not, by `inPlace`) and simulate every candidate at
 /// every size, then pick the winner per size: the fastest, unless an earlier candidate is within

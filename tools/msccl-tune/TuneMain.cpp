@@ -183,6 +183,8 @@ void printEnvelope(std::ostream &out, const Envelope &e, uint32_t ranks, const T
            "them, same result)\n";
   if (!e.monotone)
     out << "# a candidate's model time fell as the size grew (" << e.nonMonotone << "): every point was replayed\n";
+  out << "# compiled and proven in " << std::fixed << std::setprecision(1) << e.compileSeconds << " s, timed in "
+      << e.timeSeconds << " s (wall time, measured, this machine)\n";
   if (e.fallback >= 0)
     out << "# sizes no winner can run (e.g. odd byte counts): " << e.candidates[size_t(e.fallback)].label() << "\n";
 }
