@@ -237,10 +237,11 @@ def winner_file(index, size, in_place):
     return None
 
 
-def sim_line(msccl_run, topology, plan, size, in_place):
-    """msccl-run --backend sim on `plan` at `size`: (time_us, the 'busiest ...' line)."""
+def sim_line(msccl_run, topology, plan, size, in_place, target):
+    """msccl-run --backend sim on `plan` (tuned for `target`: msccl-run checks it against that
+    target's limits) at `size`: (time_us, the 'busiest ...' line)."""
     cmd = [msccl_run, "--backend", "sim", "--topology", topology, "--size", str(size), "-n", "1", "-w", "0",
-           "--in-place" if in_place else "--out-of-place", plan]
+           "--target=" + target, "--in-place" if in_place else "--out-of-place", plan]
     p = subprocess.run(cmd, capture_output=True, text=True)
     t, why = None, None
     for line in p.stdout.splitlines():
@@ -394,7 +395,7 @@ def explain(args, topology, d, index, v, in_place, ranks):
         if f is None:
             why = "no plan file in the index for this size"
         else:
-            t, why = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place)
+            t, why = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place, args.target)
             if t is not None and abs(t - r["us"]) > 0.01 * r["us"]:
                 why += " (msccl-run gives %.2f us against the tuner's %.2f us)" % (t, r["us"])
         notes.append("%s (%s; %d%% of the bound at %s): bound set by %s; the plan: %s%s" % (
@@ -481,7 +482,7 @@ def machine_section(args, topology, results, walls, quick):
                     elif last is not None:
                         f = winner_file(index, last["size"], in_place)
                         if f:
-                            _, err = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place)
+                            _, err = sim_line(args.msccl_run, topology, os.path.join(d, f), r["run_size"], in_place, args.target)
                             why = "; %s at %s: %s" % (plan_markdown(last["plan"]), size_text(r["size"]), err)
                         break
                 n = log["ranks"]
