@@ -265,3 +265,69 @@ TEST_CASE("topology files: every built-in one loads; bad ones name the problem",
   std::ofstream(bad) << "{ not json";
   CHECK_THROWS_WITH(sim::loadTopology(bad), Catch::Contains("not valid JSON"));
 }
+
+namespace {
+
+/// Two ranks on two nodes, port channels both ways (channel 0: rank 0 -> rank 1, channel 1:
+/// back). Rank 0 puts its 4 input chunks into rank 1's output with one put-with-signal of 4
+/// entries; rank 1 waits for the first signal only, then sends its own 4 chunks back the same
+/// way (and consumes the other 3 signals); rank 0 waits for those 4.
+plan::Plan pingPongPlan() {
+  json gpus = json::array();
+  for (unsigned r = 0; r < 2; ++r) {
+    json entriesSrc = json::array(), entriesDst = json::array();
+    for (unsigned k = 0; k < 4; ++k) {
+      entriesSrc.push_back({{"type", "i"}, {"index", k}, {"size", 1}});
+      entriesDst.push_back({{"buffer_id", 0}, {"index", k}, {"size", 1}});
+    }
+    json pws = {{"name", "pws"}, {"src_buff", entriesSrc}, {"dst_buff", entriesDst},
+                {"channel_ids", json::array({0, 0, 0, 0})}, {"channel_type", "port"}};
+    json wait = {{"name", "wait"}, {"channel_ids", {0}}, {"channel_type", "port"}};
+    json refs = {{{"access_channel_type", "port"}, {"remote_buffer_ids", {0}}}};
+    json send = {{"id", 0}, {"channels", {{{"channel_type", "port"}, {"channel_ids", {r}}}}},
+                 {"remote_buffer_refs", refs}};
+    json recv = {{"id", 1}, {"channels", {{{"channel_type", "port"}, {"channel_ids", {1 - r}}}}},
+                 {"ops", json::array({wait, wait, wait, wait})}};
+    if (r == 0) {
+      send["ops"] = json::array({pws});
+    } else {
+      // Rank 1 sends on its channel 1 (tb 0) after the first signal on channel 0 (tb 1's).
+      send = {{"id", 0},
+              {"channels", {{{"channel_type", "port"}, {"channel_ids", {0, 1}}}}},
+              {"remote_buffer_refs", refs}};
+      json back = pws;
+      back["channel_ids"] = json::array({1, 1, 1, 1});
+      send["ops"] = json::array({wait, back, wait, wait, wait});
+      recv = nullptr;
+    }
+    json tbs = json::array({send});
+    if (!recv.is_null())
+      tbs.push_back(recv);
+    gpus.push_back({{"id", r}, {"input_chunks", 4}, {"output_chunks", 4}, {"scratch_chunks", 0},
+                    {"semaphores", json::array()},
+                    {"channels", {{{"channel_type", "port"}, {"connected_to", {1 - r, 1 - r}}}}},
+                    {"remote_buffers", {{{"rank", 1 - r}, {"type", "o"}, {"access_channel_types", {"port"}}}}},
+                    {"threadblocks", tbs}});
+  }
+  json p = {{"name", "ping_pong"}, {"collective", "test"}, {"protocol", "Simple"}, {"inplace", false},
+            {"reuse_resources", false}, {"num_threads_per_block", 1024}, {"use_double_scratch_buffer", false},
+            {"buffer_alignment", 16}, {"min_message_size", 0}, {"gpus", gpus}};
+  return plan::parsePlan(p.dump());
+}
+
+} // namespace
+
+TEST_CASE("a port put with signal of several entries signals each entry as its bytes land", "[sim]") {
+  // MSCCL++'s executor pushes one proxy trigger per entry, served in order: the first entry's
+  // signal lands after a quarter of the op's bytes, so rank 1's reply overlaps the rest of the
+  // transfer: about 5 entry times in all, where signals at the op's end would make it 8.
+  sim::Topology two = sim::loadTopology("2x-hgx-h100");
+  two.gpusPerNode = 1; // ranks 0 and 1 on different nodes
+  two.nodes = 16;
+  const uint64_t chunk = 16 << 20;
+  const double entry = double(chunk) / (two.nicGBps * 1e9); // one entry through a NIC
+  sim::SimReport r = sim::simulate(pingPongPlan(), two, 4 * chunk, 4 * chunk);
+  CHECK(r.seconds > 5 * entry);
+  CHECK(r.seconds < 5.2 * entry);
+  checkCapacities(r);
+}

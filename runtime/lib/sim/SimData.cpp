@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace msccl::runtime::sim::detail {
 
@@ -43,11 +44,80 @@ bool covered(const std::map<uint64_t, uint64_t> &m, uint64_t b, uint64_t e) {
 }
 
 void Sim::startData(TbState &s, const LoweredOp &op) {
+  // A port put with signal whose entries share a channel (a fused chunk loop): MSCCL++'s
+  // executor pushes one proxy trigger per entry (putWithSignal each), and a channel's triggers
+  // are served in order (one queue pair), so each entry's signal lands when its own bytes have,
+  // not when the op's last byte has: the fused loop pipelines across nodes as the unfused one
+  // does. Modelled as one chain per channel of one activity per (src, dst) pair, in entry
+  // order, each started when the one before it is through; the channels' chains run at once
+  // and the threadblock continues after the last one ends. An op with one entry per channel is
+  // one activity, as any other data op.
+  std::vector<std::vector<size_t>> perChannel; // entry indexes per channel, in order
+  if (op.channelType == ChannelType::Port &&
+      (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush) && op.dst.size() > 1 &&
+      op.src.size() == op.dst.size() && op.channels.size() == op.dst.size()) {
+    std::map<uint32_t, size_t> group;
+    for (size_t i = 0; i < op.dst.size(); ++i) {
+      auto [it, fresh] = group.emplace(op.channels[i], perChannel.size());
+      if (fresh)
+        perChannel.emplace_back();
+      perChannel[it->second].push_back(i);
+    }
+    if (perChannel.size() == op.dst.size())
+      perChannel.clear(); // one entry per channel
+  }
+  double startDelay = 0;
+  if (perChannel.empty()) {
+    Activity a = dataActivity(s, op, startDelay);
+    startActivity(s, std::move(a), startDelay);
+    return;
+  }
+  LoweredOp one = op;
+  uint32_t rec = kNone;
+  const uint32_t join = uint32_t(joins_.size());
+  joins_.push_back(uint32_t(perChannel.size()));
+  for (const std::vector<size_t> &entries : perChannel) {
+    uint32_t prev = kNone;
+    for (size_t i : entries) {
+      one.src.assign(1, op.src[i]);
+      one.dst.assign(1, op.dst[i]);
+      one.channels.assign(1, op.channels[i]);
+      double delay = 0;
+      Activity a = dataActivity(s, one, delay);
+      a.join = join;
+      const uint32_t id = uint32_t(acts_.size());
+      if (rec == kNone) {
+        startDelay = delay;
+        startActivity(s, std::move(a), startDelay); // records the op instance
+        rec = acts_[id].rec;
+      } else {
+        a.chained = true;
+        a.rec = rec;
+        for (const Demand &d : a.demands)
+          a.weight = std::max(a.weight, d.bytes);
+        acts_.push_back(std::move(a));
+        if (prev == kNone) { // another channel's chain: starts with the first
+          Event e{};
+          e.t = now_ + startDelay;
+          e.kind = Ev::Start;
+          e.a = id;
+          push(e);
+        }
+      }
+      if (prev != kNone)
+        acts_[prev].next = id;
+      prev = id;
+    }
+  }
+}
+
+/// The activity of data op `op` on threadblock `s` and the delay before its bytes start moving.
+Activity Sim::dataActivity(TbState &s, const LoweredOp &op, double &startDelay) {
   Activity a;
   a.tb = s.id;
   const bool packetOp = isPacketOp(op.type);
   const bool port = op.channelType == ChannelType::Port;
-  double startDelay = topo_.opUs * 1e-6;
+  startDelay = topo_.opUs * 1e-6;
   double tbBytes = 0; // the copy/reduce loop: one pass over the longest buffer entry (payload + flags)
   std::vector<Demand> &dem = a.demands; // few entries: linear merge
   auto add = [&](uint32_t r, double b) {
@@ -176,7 +246,7 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
   }
   if (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush)
     putSignals(s, op, a, port ? a.endDelay : (writeHop > 0 ? writeHop : intra)); // the signal follows the data
-  startActivity(s, std::move(a), startDelay);
+  return a;
 }
 
 /// The signals a put-with-signal sends, one per destination entry's channel, `delay` after its data.

@@ -64,6 +64,14 @@ struct Activity {
   };
   std::vector<PacketWrite> packets;
   uint32_t rec = kNone;
+  /// The next activity of a chain (a port put with signal whose entries share a channel: one
+  /// chain per channel, one activity per entry: startData): started when this one's bytes are
+  /// through. kNone: not chained, or a chain's last.
+  uint32_t next = kNone;
+  /// Index into Sim::joins_ of the op's count of chains still running: the threadblock
+  /// continues when the last chain's last activity completes. kNone: not chained.
+  uint32_t join = kNone;
+  bool chained = false;    // not the op's first activity (its op's record started already)
 };
 
 struct Rec {
@@ -137,6 +145,7 @@ private:
   const ResolvedPlan &rp_;
   std::vector<Resource> res_;
   std::vector<Activity> acts_;
+  std::vector<uint32_t> joins_; // per chained op instance: its chains still running (Activity::join)
   std::vector<uint32_t> active_;
   std::vector<TbState> tbs_;
   std::vector<RankState> ranks_;
@@ -224,6 +233,7 @@ private:
   bool trySem(TbState &s, const LoweredOp &op);
   bool packetsReady(TbState &s, const LoweredOp &op);
   void startData(TbState &s, const LoweredOp &op);
+  Activity dataActivity(TbState &s, const LoweredOp &op, double &startDelay);
   void putSignals(const TbState &s, const LoweredOp &op, Activity &a, double delay);
   void startActivity(TbState &s, Activity &&a, double startDelay);
   // Blocked threadblocks by what they wait for: (rank, counter kind, index).

@@ -266,6 +266,16 @@ void Sim::complete(uint32_t id) {
     e.rec = a.rec;
     push(e);
   }
+  if (a.next != kNone) { // a chain: the next entry's bytes follow at once
+    Event e{};
+    e.t = now_;
+    e.kind = Ev::Start;
+    e.a = a.next;
+    push(e);
+    return;
+  }
+  if (a.join != kNone && --joins_[a.join] > 0)
+    return; // another channel's chain of the op is still running
   finishAt(tbs_[a.tb], a.rec, end);
 }
 
@@ -373,7 +383,8 @@ void Sim::handle(const Event &e) {
   }
   case Ev::Start: {
     Activity &a = acts_[e.a];
-    recs_[a.rec].xferStart = now_;
+    if (!a.chained)
+      recs_[a.rec].xferStart = now_;
     if (a.weight <= 0) {
       complete(e.a);
     } else {
