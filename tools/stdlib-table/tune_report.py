@@ -61,10 +61,6 @@ QUICK = ["gb200-nvl72"]
 NO_SYNTH = ["gb200-nvl72"]
 # Why a machine is tuned with --quick (measured on the 2-core development machine, 2026-11).
 QUICK_WHY = {
-    "4x-hgx-h100": "32-rank plans: with --target msccl the full grid's AllReduce (allreduce/hierarchical_nvls up to "
-                   "64 chunks and 8 instances) ran for over 40 minutes without finishing on the 2-core machine "
-                   "(2026-11-29), so it is tuned with --quick here (chunks stay at each program's "
-                   "default: see the hierarchical_nvls table above for deeper pipelines)",
     "gb200-nvl72": "72-rank plans: the quick AllReduce alone took over 6 minutes, the full grid has about "
                    "five times its candidates (AllReduce: 35 here, 166 in the full grid on hgx-h100)",
 }
@@ -255,7 +251,8 @@ def sim_line(msccl_run, topology, plan, size, in_place, target):
     if why is not None:
         why = why.split("; lower bound")[0]
     if p.returncode != 0 or why is None:
-        errors = [l for l in (p.stdout + "\n" + p.stderr).splitlines() if l.startswith("msccl-run: ")]
+        errors = [l for l in (p.stdout + "\n" + p.stderr).splitlines()
+                  if l.startswith("msccl-run: ") and not l.startswith("msccl-run: warning: ")]
         why = "msccl-run: " + (errors[0].split(": ", 2)[-1] if errors else "failed (rc %d)" % p.returncode)
         t = None
     return t, why
