@@ -8,6 +8,7 @@
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Verify.h"
+#include "msccl/verify/PlanVerify.h"
 
 #include <llvm/Support/SHA256.h>
 #include <llvm/Support/raw_ostream.h>
@@ -23,6 +24,7 @@
 #include <tuple>
 #include <mutex>
 #include <regex>
+#include <unistd.h>
 #include <sstream>
 
 namespace msccl::tools::tune {
@@ -379,13 +381,26 @@ std::string compileKey(const Candidate &c, const std::string &stdlibDir, bool in
   return key;
 }
 
+/// How many candidates to prove at once: `jobs`, but at most one per 2 x the static verifier's
+/// vector-clock limit (VerifyOptions::maxClockBytes, 4 GiB: a 72-rank plan may need it all, and
+/// the plan and its other tables besides) of the machine's memory, so that --jobs on a machine
+/// with many cores does not run it out of memory.
+unsigned proverThreads(unsigned jobs) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0)
+    return 1;
+  const uint64_t perProver = 2 * verify::VerifyOptions{}.maxClockBytes;
+  const uint64_t fit = uint64_t(pages) * uint64_t(page) / perProver;
+  return unsigned(std::max<uint64_t>(1, std::min<uint64_t>(jobs, fit)));
+}
+
 /// Compile every candidate of `e` in place or not, in three steps, so that the static verifier
 /// (most of a compile at 32 ranks: seconds, and a gigabyte for a deep pipeline) runs only on
 /// plans that can take part: (1) compile without verification (`jobs` threads); (2) in order,
 /// leave out a grid point whose plan is the same as an earlier candidate's (by SHA-256 of its
 /// JSON; a parameter at its default, a value the program clamps: it would be timed the same), a
 /// plan for the other buffer mode only, and on the model a plan the topology cannot run
-/// (topologyRefusal); (3) compile the rest with verification (`jobs` threads; ProvenCache),
+/// (topologyRefusal); (3) compile the rest with verification (proverThreads; ProvenCache),
 /// which proves them or leaves them out with the verifier's error. Every plan kept is the
 /// verified compile's.
 void compileAll(Envelope &e, bool inPlace, const TuneOptions &o, const Topology &topo) {
@@ -435,7 +450,7 @@ void compileAll(Envelope &e, bool inPlace, const TuneOptions &o, const Topology 
       prove.push_back(k);
   }
   ProvenCache &cache = provenCache();
-  forEachOnThreads(prove.size(), o.jobs, [&](size_t n) {
+  forEachOnThreads(prove.size(), proverThreads(o.jobs), [&](size_t n) {
     Candidate &c = e.candidates[prove[n]];
     const std::string key = compileKey(c, stdlib, inPlace, o.target);
     {

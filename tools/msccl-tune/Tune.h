@@ -51,8 +51,10 @@ struct TuneOptions {
   /// the model; "" or "sim": the model. The lower bound stays model output.
   std::string backend;
   bool verbose = false;                ///< --verbose: every candidate and why one was left out
-  /// --jobs N: candidates replayed on the model at once (threads; default: the machine's cores).
-  /// The result does not depend on it. Measuring (--backend) times one candidate at a time.
+  /// --jobs N: candidates compiled, and replayed on the model, at once (threads; default: the
+  /// machine's cores; candidates are proven on at most one thread per 8 GiB of memory, twice the
+  /// verifier's vector-clock limit). The result does not depend on it. Measuring (--backend)
+  /// times one candidate at a time.
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   /// --no-synth: leave out msccl-synth's programs (on a graph-shaped node they are candidates
   /// beside the stdlib: a spanning-path packing for the topology, AllGather, ReduceScatter and
