@@ -362,9 +362,11 @@ std::string topologyRefusal(const plan::Plan &p, const Envelope &e, const TuneOp
   return "";
 }
 
-/// A proven plan, or why there is none, per compilation (algorithm or source, the defines with
-/// `inplace` resolved, target, stdlib): the two buffer modes of a program without an `inplace`
-/// param compile the same plan, and msccl-tune tunes both modes in one process.
+/// A proven plan, or why there is none, per (algorithm, target, SHA-256 of the unverified
+/// plan): the verifier's verdict depends on the plan and the target only, and the two buffer
+/// modes of a program without an `inplace` param compile the same plan (msccl-tune tunes both in
+/// one process). Keyed by the plan, not the file names, so a program edited between two tunes in
+/// one process is proven again.
 struct ProvenCache {
   std::mutex mu;
   std::map<std::string, std::pair<std::shared_ptr<const plan::Plan>, std::string>> plans;
@@ -372,13 +374,6 @@ struct ProvenCache {
 ProvenCache &provenCache() {
   static ProvenCache cache;
   return cache;
-}
-
-std::string compileKey(const Candidate &c, const std::string &stdlibDir, bool inPlace, driver::Target target) {
-  std::string key = c.algorithm + '\n' + c.source + '\n' + stdlibDir + '\n' + std::to_string(int(target));
-  for (const auto &[k, v] : c.defines)
-    key += '\n' + k + '=' + (k == "inplace" ? (inPlace ? "true" : "false") : v);
-  return key;
 }
 
 /// How many candidates to prove at once: `jobs`, but at most one per 2 x the static verifier's
@@ -452,7 +447,9 @@ void compileAll(Envelope &e, bool inPlace, const TuneOptions &o, const Topology 
   ProvenCache &cache = provenCache();
   forEachOnThreads(prove.size(), proverThreads(o.jobs), [&](size_t n) {
     Candidate &c = e.candidates[prove[n]];
-    const std::string key = compileKey(c, stdlib, inPlace, o.target);
+    const std::array<uint8_t, 32> &sha = drafts[prove[n]].sha;
+    const std::string key = c.algorithm + '\n' + std::to_string(int(o.target)) + '\n' +
+                            std::string(reinterpret_cast<const char *>(sha.data()), sha.size());
     {
       std::lock_guard<std::mutex> lock(cache.mu);
       if (auto it = cache.plans.find(key); it != cache.plans.end()) {
