@@ -85,24 +85,17 @@ void Sim::startData(TbState &s, const LoweredOp &op) {
       double delay = 0;
       Activity a = dataActivity(s, one, delay);
       a.join = join;
-      const uint32_t id = uint32_t(acts_.size());
+      uint32_t id;
       if (rec == kNone) {
         startDelay = delay;
-        startActivity(s, std::move(a), startDelay); // records the op instance
+        id = startActivity(s, std::move(a), startDelay); // records the op instance
         rec = acts_[id].rec;
       } else {
         a.chained = true;
         a.rec = rec;
-        for (const Demand &d : a.demands)
-          a.weight = std::max(a.weight, d.bytes);
-        acts_.push_back(std::move(a));
-        if (prev == kNone) { // another channel's chain: starts with the first
-          Event e{};
-          e.t = now_ + startDelay;
-          e.kind = Ev::Start;
-          e.a = id;
-          push(e);
-        }
+        id = addActivity(std::move(a));
+        if (prev == kNone) // another channel's chain: starts with the first
+          startAt(id, now_ + startDelay);
       }
       if (prev != kNone)
         acts_[prev].next = id;
@@ -266,15 +259,25 @@ void Sim::putSignals(const TbState &s, const LoweredOp &op, Activity &a, double 
 
 /// Records the op's instance and queues the transfer to start `startDelay` from now; its weight
 /// is its largest demand (the bytes of its busiest resource).
-void Sim::startActivity(TbState &s, Activity &&a, double startDelay) {
+uint32_t Sim::startActivity(TbState &s, Activity &&a, double startDelay) {
+  const uint32_t id = addActivity(std::move(a));
+  Activity &x = acts_[id];
+  x.rec = newRec(s, s.opStart);
+  recs_[x.rec].transfer = x.weight > 0;
+  startAt(id, now_ + startDelay);
+  return id;
+}
+
+uint32_t Sim::addActivity(Activity &&a) {
   for (const Demand &d : a.demands)
     a.weight = std::max(a.weight, d.bytes);
-  a.rec = newRec(s, s.opStart);
-  recs_[a.rec].transfer = a.weight > 0;
-  uint32_t id = uint32_t(acts_.size());
   acts_.push_back(std::move(a));
+  return uint32_t(acts_.size() - 1);
+}
+
+void Sim::startAt(uint32_t id, double t) {
   Event e{};
-  e.t = now_ + startDelay;
+  e.t = t;
   e.kind = Ev::Start;
   e.a = id;
   push(e);

@@ -235,7 +235,12 @@ private:
   void startData(TbState &s, const LoweredOp &op);
   Activity dataActivity(TbState &s, const LoweredOp &op, double &startDelay);
   void putSignals(const TbState &s, const LoweredOp &op, Activity &a, double delay);
-  void startActivity(TbState &s, Activity &&a, double startDelay);
+  /// Records the op instance, adds `a` and starts it `startDelay` from now; returns its index.
+  uint32_t startActivity(TbState &s, Activity &&a, double startDelay);
+  /// Adds `a` (its weight: its largest demand) without starting it; returns its index.
+  uint32_t addActivity(Activity &&a);
+  /// Starts activity `id` at time `t` (an Ev::Start event).
+  void startAt(uint32_t id, double t);
   // Blocked threadblocks by what they wait for: (rank, counter kind, index).
   enum Waits : uint64_t { MemSignal, PortSignal, Semaphore, Packets };
   static uint64_t key(uint32_t rank, Waits kind, uint32_t index) {

@@ -267,11 +267,7 @@ void Sim::complete(uint32_t id) {
     push(e);
   }
   if (a.next != kNone) { // a chain: the next entry's bytes follow at once
-    Event e{};
-    e.t = now_;
-    e.kind = Ev::Start;
-    e.a = a.next;
-    push(e);
+    startAt(a.next, now_);
     return;
   }
   if (a.join != kNone && --joins_[a.join] > 0)
