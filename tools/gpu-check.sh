@@ -102,9 +102,16 @@ compile_plans() {
       IFS=, read -ra kv <<<"$defs"
       for d in "${kv[@]}"; do dflags+=(-D "$d"); done
       if ! "$mscclc" "stdlib:$algo" "${dflags[@]}" -o "$json" 2>"$out/$name.err"; then
-        # An algorithm that has no in-place (or out-of-place) form says so; others are errors.
-        grep -qi "in-place\|inplace\|out-of-place" "$out/$name.err" && { rm -f "$out/$name.err"; continue; }
-        die "mscclc stdlib:$algo ${dflags[*]} failed: $(head -3 "$out/$name.err")"
+        # A program without `param inplace` (AllToAllV) is out of place only: compiled once so.
+        if grep -q "no \`param inplace\`" "$out/$name.err"; then
+          [[ $inplace == true ]] && { rm -f "$out/$name.err"; continue; }
+          "$mscclc" "stdlib:$algo" "${dflags[@]:2}" -o "$json" 2>"$out/$name.err" ||
+            die "mscclc stdlib:$algo ${dflags[*]:2} failed: $(head -3 "$out/$name.err")"
+        else
+          # An algorithm that has no in-place (or out-of-place) form says so; others are errors.
+          grep -qi "in-place\|inplace\|out-of-place" "$out/$name.err" && { rm -f "$out/$name.err"; continue; }
+          die "mscclc stdlib:$algo ${dflags[*]} failed: $(head -3 "$out/$name.err")"
+        fi
       fi
       rm -f "$out/$name.err"
       local sizes
@@ -345,12 +352,17 @@ verify_plans() {
 # matches the extended regex FILTER) through msccl-run with one process per rank on BACKEND
 # (CudaRankSession.h), verified at its two smallest manifest sizes. LAUNCHER: "mpi" (mpirun
 # -np N) or "env" (N processes with torchrun's RANK/WORLD_SIZE/MASTER_ADDR, for machines without
-# mpirun). Plans whose channels cross nodes (MSCCL_RANKS_PER_NODE) are refused by that path today
-# (no host staging between nodes yet): counted apart, not failures.
+# mpirun). With GPU_CHECK_NODES=1 the multi-node plans run as the nodes they were written for
+# (MSCCL_RANKS_PER_NODE from the plan's label: n<ranks>x<per node>, r2-port one rank per node):
+# their port channels between nodes host-staged (EthernetPort.h). A build that cannot carry
+# those (no ZeroMQ) refuses them: counted apart, not failures.
 launch_ranks() {
   local launcher=$1 n=$2 out=$3; shift 3
   if [[ $launcher == mpi ]]; then
-    timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" mpirun --allow-run-as-root --oversubscribe -np "$n" "$@" >"$out" 2>&1 </dev/null
+    local pass=()
+    [[ -n ${MSCCL_RANKS_PER_NODE:-} ]] && pass=(-x MSCCL_RANKS_PER_NODE)
+    timeout -k 5 "${GPU_CHECK_CASE_TIMEOUT:-180}" mpirun --allow-run-as-root --oversubscribe "${pass[@]}" -np "$n" "$@" \
+      >"$out" 2>&1 </dev/null
     return
   fi
   # A port another program holds (rank 0 cannot bind it): again with another port, twice.
@@ -378,9 +390,16 @@ verify_ranks() {
     n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["gpus"]))' "$pdir/$json")
     for ((i = 0; i < ${#a[@]}; i++)); do [[ ${a[$i]} == -b ]] && b=${a[$((i + 1))]}; done
     for ((i = 0; i < ${#a[@]}; i++)); do [[ ${a[$i]} == -e ]] && a[$((i + 1))]=$((b * 32)); done
-    if launch_ranks "$launcher" "$n" "$tmp/out" "$msccl_run" "$pdir/$json" --backend "$backend" -n 2 -w 1 --check "${a[@]}"; then
-      echo "ok   $name ($n processes)"; ok=$((ok + 1))
-    elif grep -q "host-staged port channels between nodes: not yet" "$tmp/out"; then
+    local per_node='' nodes=''
+    if [[ ${GPU_CHECK_NODES:-0} == 1 ]]; then
+      [[ $name =~ _n[0-9]+x([0-9]+)_ ]] && per_node=${BASH_REMATCH[1]}
+      [[ $name =~ _r2-port_ ]] && per_node=1
+      [[ -n $per_node ]] && nodes=", $((n / per_node)) nodes"
+    fi
+    if MSCCL_RANKS_PER_NODE=$per_node launch_ranks "$launcher" "$n" "$tmp/out" "$msccl_run" "$pdir/$json" --backend "$backend" \
+      -n 2 -w 1 --check "${a[@]}"; then
+      echo "ok   $name ($n processes$nodes)"; ok=$((ok + 1))
+    elif grep -q "port channels between nodes are host-staged over TCP, which needs" "$tmp/out"; then
       echo "node $name: refused (channels between nodes)"; refused=$((refused + 1))
     else
       echo "FAIL $name ($n processes)"; sed 's/^/     /' "$tmp/out" | grep -v '^     #' | head -20; failed=$((failed + 1))
@@ -399,6 +418,10 @@ step_ranks() {
   GPU_CHECK_CASE_TIMEOUT=${GPU_CHECK_CASE_TIMEOUT:-40} verify_ranks "$dir/plans" "$bin/msccl-run" \
     "${GPU_CHECK_RANKS_BACKEND:-cuda}" env '_r[24]_|_r2-port_|_n2x1_|_n4x2_'
   local rc=$? n p=$dir/plans/stdlib
+  # The multi-node ones again as their nodes: port channels between nodes host-staged over TCP
+  # (device -> message -> socket -> message -> device), the GPU's copies on non-blocking streams.
+  GPU_CHECK_NODES=1 GPU_CHECK_CASE_TIMEOUT=${GPU_CHECK_CASE_TIMEOUT:-40} verify_ranks "$dir/plans" "$bin/msccl-run" \
+    "${GPU_CHECK_RANKS_BACKEND:-cuda}" env '_r2-port_|_n2x1_|_n4x2_' || rc=1
   for n in 2 4; do
     launch_ranks env $n "$OUT/ranks-time.log" "$bin/msccl-run" "$p/allreduce_allpairs_packet_r${n}_out.json" \
       --backend "${GPU_CHECK_RANKS_BACKEND:-cuda}" --size 8K -n 20 -w 5 --check -d float16
@@ -468,7 +491,7 @@ run() {
   fi
   run_step info 30 step_info
   run_step gpu-quick 60 step_gpu_quick
-  run_step ranks 150 step_ranks
+  run_step ranks 180 step_ranks
   run_step torch 150 step_torch
   run_step stdlib-run 90 step_stdlib_run
   run_step sanitizer 60 step_sanitizer

@@ -2,7 +2,8 @@
 // writes requests into FIFOs in ordinary host memory and watches the proxy serve them, with
 // the host implementation of the device layer, so no GPU or driver is needed. Checked: flags
 // in order and `completed` published; waitIdle; quiescence (tables rewritten while the proxy
-// is stopped are the ones the restarted proxy uses, and nothing is served while stopped).
+// is stopped are the ones the restarted proxy uses, and nothing is served while stopped);
+// requests to peers of other nodes through the rank's RemotePort, in order, flush included.
 #include "PortProxy.h"
 
 #include <catch2/catch.hpp>
@@ -123,4 +124,70 @@ TEST_CASE("malformed requests are completed and reported", "[cuda][proxy]") {
   proxy.start(*hostApi(), &ranks); // a restart clears the error
   CHECK(proxy.error().empty());
   proxy.stop();
+}
+
+namespace {
+
+/// A RemotePort that records what the proxy asked of it, in order.
+struct RecordingRemote final : RemotePort {
+  std::vector<std::string> log;
+  std::string put(int, DeviceStream, uint32_t rank, uint32_t type, uint64_t offset, const char *src, uint64_t bytes) override {
+    log.push_back("put rank " + std::to_string(rank) + " type " + std::to_string(type) + " at " + std::to_string(offset) +
+                  ": " + std::string(src, bytes));
+    return "";
+  }
+  std::string signal(uint32_t rank, uint32_t channel) override {
+    log.push_back("signal rank " + std::to_string(rank) + " channel " + std::to_string(channel));
+    return "";
+  }
+  std::string flush() override {
+    log.push_back("flush");
+    return flushError;
+  }
+  std::string flushError;
+};
+
+} // namespace
+
+TEST_CASE("requests to peers of other nodes go through the rank's RemotePort, in order", "[cuda][proxy]") {
+  Fifo f;
+  char local[16] = "abcdefghijklmno";
+  char mapped[16] = {};
+  uint64_t mappedTarget = 0;
+  RecordingRemote remote;
+  std::vector<ProxyRank> ranks = {f.rank()};
+  ProxyRank &r = ranks[0];
+  r.stream = hostApi()->createStream(0); // the mapped peer's copy runs there
+  r.local[1] = local;                    // output
+  r.remoteBases = {mapped, nullptr};     // buffer 0 mapped here, buffer 1 on another node
+  r.flagTargets = {&mappedTarget, nullptr};
+  r.remote = &remote;
+  r.remoteBuffers = {RemoteTarget{}, RemoteTarget{3, 2}};   // rank 3's scratch
+  r.remoteSignals = {RemoteTarget{}, RemoteTarget{3, 5}};   // rank 3's port channel 5
+  PortProxy proxy;
+  proxy.start(*hostApi(), &ranks);
+  auto push = [&](uint32_t kind, uint32_t channel, uint32_t remoteBuffer, uint64_t src, uint64_t dst, uint64_t size) {
+    const uint64_t idx = f.head++;
+    DevProxyRequest &s = f.slots[idx % f.slots.size()];
+    s.srcOffset = src;
+    s.dstOffset = dst;
+    s.size = size;
+    s.meta = proxyMeta(kind, 1, channel, remoteBuffer); // from the output buffer
+    __atomic_store_n(&s.seq, uint32_t(idx + 1), __ATOMIC_RELEASE);
+  };
+  push(kProxyData | kProxyFlag, 1, 1, 2, 8, 3); // put "cde" to rank 3's scratch at 8, then signal it
+  push(kProxyData | kProxyFlag, 0, 0, 0, 4, 2); // a mapped peer: a copy and a local counter
+  push(kProxySync, 0, 0, 0, 0, 0);              // flush: the remote port too
+  REQUIRE(proxy.waitIdle({f.head}, 10.0));
+  CHECK(proxy.syncCopies().empty());
+  CHECK(proxy.error().empty());
+  CHECK(remote.log == std::vector<std::string>{"put rank 3 type 2 at 8: cde", "signal rank 3 channel 5", "flush", "flush"});
+  CHECK(std::string(mapped + 4, 2) == "ab");
+  CHECK(load(mappedTarget) == 1);
+  remote.flushError = "rank 3 did not acknowledge within 1 s";
+  push(kProxySync, 0, 0, 0, 0, 0);
+  REQUIRE(proxy.waitIdle({f.head}, 10.0));
+  CHECK_THAT(proxy.error(), Catch::Contains("port channel to another node: rank 3 did not acknowledge"));
+  proxy.stop();
+  hostApi()->destroyStream(0, r.stream);
 }

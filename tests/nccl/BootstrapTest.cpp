@@ -1,7 +1,6 @@
 //===- BootstrapTest.cpp - The unique-id bootstrap (ZeroMQ + POSIX shm) on loopback --------===//
 //
-// Ranks are threads of this process, each with its own Communicator built from one unique id
-// (the sockets and segments are the same as between processes): exchange results, deadlines,
+// Ranks are threads of this process (OnRanks.h): exchange results, deadlines,
 // shared segments with put/add, emulated nodes, and the errors of bad ids and bad jobs.
 //
 //===------------------------------------------------------------------------------------===//
@@ -10,6 +9,8 @@
 #include "msccl/runtime/Executor.h"
 #include "msccl/runtime/Verify.h"
 #include "msccl/plan/PlanJson.h"
+
+#include "OnRanks.h"
 
 #include <catch2/catch.hpp>
 
@@ -33,39 +34,9 @@
 #include <vector>
 
 using namespace msccl::runtime;
+using msccl::test::onRanks;
 
 namespace {
-
-// Catch2 v2's assertions are not thread-safe: ranks' threads assert under one lock.
-std::mutex gCatchMu;
-#define RCHECK(...)                                                                                                    \
-  do {                                                                                                                 \
-    std::lock_guard<std::mutex> catchLock(gCatchMu);                                                                   \
-    CHECK(__VA_ARGS__);                                                                                                \
-  } while (0)
-
-/// Run `body(rank, comm)` on `n` threads joined through one fresh id; rethrows the first error.
-void onRanks(const UniqueId &id, int n, const std::function<void(int, Communicator &)> &body) {
-  std::mutex mu;
-  std::string error;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto comm = Communicator::initFromUniqueId(id, r, n);
-        body(r, *comm);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (error.empty())
-          error = "rank " + std::to_string(r) + ": " + e.what();
-      }
-    });
-  for (auto &t : threads)
-    t.join();
-  if (!error.empty())
-    FAIL(error);
-}
-void onRanks(int n, const std::function<void(int, Communicator &)> &body) { onRanks(Communicator::createUniqueId(), n, body); }
 
 /// Every rank's error message of a job expected to fail at init.
 std::vector<std::string> initErrors(const UniqueId &id, const std::vector<std::pair<int, int>> &rankSize,
@@ -153,7 +124,7 @@ TEST_CASE("an exchange after the rendezvous names the rank it waits for within M
     try {
       c.barrier();
     } catch (const ExecutionError &e) {
-      std::lock_guard<std::mutex> lock(gCatchMu);
+      std::lock_guard<std::mutex> lock(msccl::test::gCatchMu);
       errors[size_t(r)] = e.what();
       if (r == 0)
         CHECK(e.kind() == ErrorKind::Deadlock);
@@ -314,7 +285,7 @@ TEST_CASE("a rank whose segment cannot be created leaves no other rank's segment
     try {
       c.allocateShared(4096);
     } catch (const ExecutionError &e) {
-      std::lock_guard<std::mutex> lock(gCatchMu);
+      std::lock_guard<std::mutex> lock(msccl::test::gCatchMu);
       errors[size_t(r)] = e.what();
     }
   });
@@ -352,7 +323,7 @@ TEST_CASE("a timed-out run stops its own communicator's later runs, not another'
         DistributedSession s(c, deadlock, o, quick);
         s.execute([](uint8_t *) {}, 0, 1);
       } catch (const ExecutionError &e) {
-        std::lock_guard<std::mutex> lock(gCatchMu);
+        std::lock_guard<std::mutex> lock(msccl::test::gCatchMu);
         *out = e.what();
       }
   });

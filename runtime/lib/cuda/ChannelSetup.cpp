@@ -164,9 +164,14 @@ void setupPortProxy(Context &c) {
     p.completed = s.fifo.completed;
     p.capacity = s.fifo.capacity;
     const runtime::ResolvedGpu &rg = c.resolved.gpus[r];
-    for (const runtime::ResolvedChannel &ch : rg.portChannels)
-      p.flagTargets.push_back(ch.peerChannel != runtime::kNoChannel ? c.ranks[ch.peer].portInbound + ch.peerChannel
-                                                                    : s.portInbound + s.lowered.numPortChannels);
+    // A peer whose counters this process does not map (another node) gets null: the session
+    // routes those signals through the rank's RemotePort.
+    for (const runtime::ResolvedChannel &ch : rg.portChannels) {
+      uint64_t *peerInbound = c.ranks[ch.peer].portInbound;
+      p.flagTargets.push_back(ch.peerChannel == runtime::kNoChannel ? s.portInbound + s.lowered.numPortChannels
+                              : peerInbound                         ? peerInbound + ch.peerChannel
+                                                                    : nullptr);
+    }
   }
 }
 

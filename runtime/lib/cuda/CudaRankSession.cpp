@@ -11,6 +11,7 @@
 #include "msccl/cuda/CudaRankSession.h"
 
 #include "CudaContext.h"
+#include "EthernetPort.h"
 
 #include "msccl/runtime/Collective.h"
 #include "msccl/runtime/PlanValidate.h"
@@ -61,6 +62,9 @@ struct CudaRankSession::Impl {
   int dev = 0;
   double timeoutSeconds = 60;
   std::unique_ptr<DeviceApi> api; // declared before ctx: destroyed after the context that uses it
+  /// Port channels to ranks of other nodes (null when there are none): destroyed after the
+  /// context, whose teardown may flush through it; it stops receiving before (~Impl).
+  std::unique_ptr<EthernetPort> ethernet;
   std::unique_ptr<Context> ctx;
   char *data = nullptr, *input = nullptr, *output = nullptr;
   uint64_t dataBytes = 0;
@@ -94,6 +98,8 @@ struct CudaRankSession::Impl {
     for (uint32_t r = 0; r < n; ++r)
       if (regions[r].failed)
         throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(r) + " could not open its session (see its report)");
+    if (portsBetweenNodes()) // collective; every rank throws together when one cannot open it
+      ethernet = std::make_unique<EthernetPort>(comm, *api, otherNodePeers(), timeoutSeconds);
     try {
       connect(regions);
     } catch (const ExecutionError &e) {
@@ -201,9 +207,27 @@ struct CudaRankSession::Impl {
     return peers;
   }
 
+  /// Whether any rank's port channels reach a rank of another node (the same answer on every
+  /// rank: the plan and the node split are the job's).
+  bool portsBetweenNodes() const {
+    for (uint32_t r = 0; r < n; ++r)
+      for (const runtime::ResolvedChannel &ch : ctx->resolved.gpus[r].portChannels)
+        if (!comm.sameNode(int(r), int(ch.peer))) return true;
+    return false;
+  }
+
+  /// The peers this rank's kernels reach on other nodes (by port channels only: checkLocality).
+  std::vector<int> otherNodePeers() const {
+    std::vector<int> peers;
+    for (uint32_t p : reachedPeers())
+      if (!comm.sameNode(int(me), int(p))) peers.push_back(int(p));
+    return peers;
+  }
+
   /// Peers on other nodes: through a memory or switch channel the plan is wrong there
-  /// (InvalidPlan, as for the CPU); through port channels only, this backend cannot carry it yet
-  /// (Unsupported: a caller such as the NCCL shim falls back).
+  /// (InvalidPlan, as for the CPU); through port channels only they are reached host-staged
+  /// (EthernetPort.h), or refused as Unsupported by a build without ZeroMQ (a caller such as
+  /// the NCCL shim then falls back).
   void checkLocality() const {
     const runtime::ResolvedGpu &rg = ctx->resolved.gpus[me];
     std::set<uint32_t> memoryPeers;
@@ -216,10 +240,10 @@ struct CudaRankSession::Impl {
       if (memoryPeers.count(p))
         throw ExecutionError(ErrorKind::InvalidPlan, "rank " + std::to_string(me) + "'s memory or switch channels reach " +
                                                          where + ": those channels load and store their peer's memory");
-      throw ExecutionError(ErrorKind::Unsupported, "rank " + std::to_string(me) + "'s port channels reach " + where +
-                                                       ": the CUDA backend with one process per rank reaches peers by CUDA "
-                                                       "IPC or shared memory within a node (host-staged port channels "
-                                                       "between nodes: not yet)");
+      if (!runtime::EthernetTransport::available())
+        throw ExecutionError(ErrorKind::Unsupported, "rank " + std::to_string(me) + "'s port channels reach " + where +
+                                                         ": port channels between nodes are host-staged over TCP, which "
+                                                         "needs msccl built with ZeroMQ (with CURVE)");
     }
   }
 
@@ -229,6 +253,7 @@ struct CudaRankSession::Impl {
     in[me] = input;
     out[me] = output;
     for (uint32_t p : reachedPeers()) {
+      if (!comm.sameNode(int(me), int(p))) continue; // port channels only: through `ethernet`
       const SharedRegions &sr = regions[p];
       auto handle = [&](SharedRegions::Region region) {
         return std::vector<uint8_t>(sr.handle[region], sr.handle[region] + sr.handleBytes[region]);
@@ -247,7 +272,29 @@ struct CudaRankSession::Impl {
     }
     wireChannels(*ctx);
     if (ctx->usesPort) setupPortProxy(*ctx);
+    if (ethernet) routeToOtherNodes();
     bindBuffers(*ctx, in, out); // starts the proxy
+    if (ethernet) {
+      const RankState &s = ctx->ranks[me];
+      char *const buffers[3] = {input, output, s.scratch};
+      const uint64_t bytes[3] = {rep.sizes.inputBytes, rep.sizes.outputBytes, s.lowered.scratchBytes};
+      ethernet->receiveInto(dev, buffers, bytes, s.portInbound, s.lowered.numPortChannels);
+    }
+  }
+
+  /// The proxy's requests to ranks of other nodes go through `ethernet`.
+  void routeToOtherNodes() {
+    ProxyRank &p = ctx->proxyRanks[me];
+    const RankState &s = ctx->ranks[me];
+    p.remote = ethernet.get();
+    p.remoteBuffers.assign(s.remoteOwner.size(), RemoteTarget{});
+    for (size_t b = 0; b < s.remoteOwner.size(); ++b)
+      if (!comm.sameNode(int(me), int(s.remoteOwner[b]))) p.remoteBuffers[b] = {int32_t(s.remoteOwner[b]), uint32_t(s.remoteType[b])};
+    const auto &channels = ctx->resolved.gpus[me].portChannels;
+    p.remoteSignals.assign(channels.size(), RemoteTarget{});
+    for (size_t c = 0; c < channels.size(); ++c)
+      if (channels[c].peerChannel != runtime::kNoChannel && !comm.sameNode(int(me), int(channels[c].peer)))
+        p.remoteSignals[c] = {int32_t(channels[c].peer), channels[c].peerChannel};
   }
 
   [[noreturn]] void giveUp(const std::string &what, const std::vector<std::string> &diags) {
@@ -271,6 +318,7 @@ struct CudaRankSession::Impl {
       if (diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
       if (ctx->usesPort && !ctx->proxy.error().empty())
         throw ExecutionError(ErrorKind::Misuse, "port channel proxy: " + ctx->proxy.error());
+      checkEthernet();
       if (aborted.load()) {
         outcome = Failed;
         backendError = "the call was aborted (CudaRankSession::abort, ncclCommAbort)";
@@ -347,7 +395,14 @@ struct CudaRankSession::Impl {
     const std::vector<std::string> diags = abandonedWaits(*ctx, timeoutSeconds);
     if (!aborted.load() && diags.empty()) drainPortProxy(*ctx, timeoutSeconds); // the proxy's last copies and signals
     if (aborted.load() || !diags.empty()) failed(launch, diags);
+    checkEthernet();
     if (recvBytes) api->copy(recv, output, recvBytes);
+  }
+
+  /// A message from another node this rank could not apply (a malformed put or signal).
+  void checkEthernet() const {
+    if (ethernet && !ethernet->error().empty())
+      throw ExecutionError(ErrorKind::Backend, "rank " + std::to_string(me) + ": port channels between nodes: " + ethernet->error());
   }
 
   /// The next launch of this rank on `stream`; returns its number.
@@ -446,8 +501,17 @@ struct CudaRankSession::Impl {
       }
       api->destroyEvent(dev, lastDone);
     }
+    // This rank's last puts to other nodes land while their receivers still run.
+    if (ethernet && ctx && !ctx->abandoned && comm.stopped().empty()) {
+      try {
+        drainPortProxy(*ctx, timeoutSeconds);
+      } catch (const std::exception &) {
+        // Teardown goes on.
+      }
+    }
     // Peers may still map this rank's memory: nobody frees before every rank is done.
     if (ctx && comm.stopped().empty()) comm.barrierUntil(runtime::monotonicSeconds() + timeoutSeconds + 2);
+    if (ethernet) ethernet->stopReceiving(); // before the context's memory goes
   }
 };
 

@@ -38,6 +38,10 @@ void PortProxy::fail(const std::string &msg) {
   if (error_.empty()) error_ = msg;
 }
 
+void PortProxy::remote(ProxyRank &r, const std::string &error) {
+  if (!error.empty()) fail("port channel to another node: " + error);
+}
+
 bool PortProxy::serve(ProxyRank &r) {
   volatile DevProxyRequest *s = r.slots + (r.tail % r.capacity);
   if (__atomic_load_n(const_cast<uint32_t *>(&s->seq), __ATOMIC_ACQUIRE) != (uint32_t)(r.tail + 1)) return false;
@@ -45,9 +49,14 @@ bool PortProxy::serve(ProxyRank &r) {
   const uint32_t meta = s->meta;
   const uint32_t kind = proxyMetaKind(meta), ch = proxyMetaChannel(meta), rb = proxyMetaRemoteBuffer(meta),
                  lb = proxyMetaLocalBuffer(meta);
+  const RemoteTarget *remoteBuffer = rb < r.remoteBuffers.size() && r.remoteBuffers[rb].rank >= 0 ? &r.remoteBuffers[rb] : nullptr;
+  const RemoteTarget *remoteSignal = ch < r.remoteSignals.size() && r.remoteSignals[ch].rank >= 0 ? &r.remoteSignals[ch] : nullptr;
   if ((kind & kProxyData) && size) {
-    if (rb >= r.remoteBases.size() || lb > 2 || !r.local[lb] || !r.remoteBases[rb])
+    if (lb > 2 || !r.local[lb] || (!remoteBuffer && (rb >= r.remoteBases.size() || !r.remoteBases[rb])))
       fail("port request names a buffer that does not exist (remote buffer " + std::to_string(rb) + ")");
+    else if (remoteBuffer)
+      remote(r, r.remote->put(r.device, r.stream, uint32_t(remoteBuffer->rank), remoteBuffer->index, dstOff,
+                              r.local[lb] + srcOff, size));
     else {
       try {
         api_->copyAsync(r.device, r.remoteBases[rb] + dstOff, r.local[lb] + srcOff, size, r.stream);
@@ -66,12 +75,15 @@ bool PortProxy::serve(ProxyRank &r) {
     r.copiesInFlight = false;
   }
   if (kind & kProxyFlag) {
-    if (ch >= r.flagTargets.size()) fail("port signal on channel " + std::to_string(ch) + " that does not exist");
+    if (remoteSignal) remote(r, r.remote->signal(uint32_t(remoteSignal->rank), remoteSignal->index));
+    else if (ch >= r.flagTargets.size() || !r.flagTargets[ch])
+      fail("port signal on channel " + std::to_string(ch) + " that does not exist");
     else {
       __atomic_fetch_add(r.flagTargets[ch], 1, __ATOMIC_RELEASE);
       api_->hostWrote(r.flagTargets[ch]);
     }
   }
+  if ((kind & kProxySync) && r.remote) remote(r, r.remote->flush());
   ++r.tail;
   __atomic_store_n(r.completed, r.tail, __ATOMIC_RELEASE);
   api_->hostWrote(r.completed);
@@ -105,6 +117,11 @@ std::string PortProxy::syncCopies() {
       if (err.empty()) err = std::string("port copy: ") + e.what();
     }
     r.copiesInFlight = false;
+  }
+  for (ProxyRank &r : *ranks_) {
+    if (!r.remote) continue;
+    const std::string e = r.remote->flush();
+    if (!e.empty() && err.empty()) err = "port channel to another node: " + e;
   }
   return err;
 }

@@ -12,6 +12,10 @@
 // Guarantees: a flag is never visible before the data of earlier requests of the same rank;
 // a malformed request (ids out of range) is completed without effect and reported by error().
 // Flag and sync requests of a rank with no copy in flight make no device call.
+// Peers this process cannot map (ranks of another node, one process per rank): their remote
+// buffers and flag targets are null, and the rank's RemotePort carries the request instead:
+// data as a host-staged put, flag as a signal message ordered after the rank's earlier puts to
+// that peer, sync (and syncCopies) as a flush that returns once those have landed.
 // Quiescence: the tables of the ranks (buffers, flag targets) belong to the proxy thread
 // between start() and stop(); the owner changes them only while it is stopped (stop() joins
 // the thread, which orders its last reads before the owner's writes, and start() orders the
@@ -36,6 +40,31 @@
 
 namespace msccl::cuda::detail {
 
+/// Port requests to a rank whose memory this process does not map (another node), carried by
+/// the session that owns the rank (EthernetPort.h: host-staged over EthernetTransport). Called
+/// from the proxy thread only.
+class RemotePort {
+public:
+  virtual ~RemotePort() = default;
+  /// Sends `bytes` bytes of this rank's memory at `src` (on `device`, read through `stream`) to
+  /// byte `offset` of `rank`'s buffer `type` (plan::BufferType: input, output, scratch).
+  /// Returns "" or the error.
+  virtual std::string put(int device, DeviceStream stream, uint32_t rank, uint32_t type, uint64_t offset, const char *src,
+                          uint64_t bytes) = 0;
+  /// Adds one to `rank`'s inbound counter of its port channel `channel`, after this rank's
+  /// earlier puts to `rank` have landed. Returns "" or the error.
+  virtual std::string signal(uint32_t rank, uint32_t channel) = 0;
+  /// Returns once every put and signal so far has landed; "" or the error (a timeout).
+  virtual std::string flush() = 0;
+};
+
+/// A remote buffer or port channel reached through RemotePort: the peer rank (-1: mapped
+/// here, use remoteBases / flagTargets) and the buffer type or the peer's channel index.
+struct RemoteTarget {
+  int32_t rank = -1;
+  uint32_t index = 0;
+};
+
 /// What the proxy needs of one rank (host views of its FIFO and buffers).
 struct ProxyRank {
   int device = 0;
@@ -46,6 +75,9 @@ struct ProxyRank {
   char *local[3] = {nullptr, nullptr, nullptr}; ///< input, output, scratch base (no SO)
   std::vector<char *> remoteBases;              ///< by gpu-level remote buffer id
   std::vector<uint64_t *> flagTargets;          ///< by gpu-level port channel: peer's inbound counter (host)
+  RemotePort *remote = nullptr;                 ///< peers of other nodes (null: every peer is mapped)
+  std::vector<RemoteTarget> remoteBuffers;      ///< by remote buffer id (empty: none through `remote`)
+  std::vector<RemoteTarget> remoteSignals;      ///< by port channel (empty: none through `remote`)
   uint64_t tail = 0;                            ///< requests consumed
   bool copiesInFlight = false;                  ///< a copy was enqueued since the last stream sync
 };
@@ -65,8 +97,8 @@ public:
   /// Waits until rank r has completed `pushed[r]` requests (its `completed` counter), for every
   /// r; false when `timeoutSeconds` (> 0; <= 0 waits forever) passes first.
   bool waitIdle(const std::vector<uint64_t> &pushed, double timeoutSeconds) const;
-  /// After waitIdle: waits for the copies still in flight on the ranks' proxy streams.
-  /// Returns "" or the device error.
+  /// After waitIdle: waits for the copies still in flight on the ranks' proxy streams and
+  /// flushes their RemotePorts. Returns "" or the device or transport error.
   std::string syncCopies();
   bool running() const { return thread_.joinable(); }
   /// First problem seen since start ("" when none).
@@ -75,6 +107,7 @@ public:
 private:
   void loop();
   bool serve(ProxyRank &r);
+  void remote(ProxyRank &r, const std::string &error); ///< records a RemotePort error
   void fail(const std::string &msg);
 
   DeviceApi *api_ = nullptr;

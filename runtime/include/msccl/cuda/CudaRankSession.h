@@ -25,10 +25,12 @@
 //     finished the previous one, as the one-process executor orders GPUs by events), at which
 //     the ranks also agree on the outcome (a device-side wait that timed out on any rank fails
 //     the execute on every rank, ErrorKind::Deadlock with that rank's threadblock and op).
-// Every rank needs its peers on its node (same host): a memory or switch channel to a rank of
-// another node (MSCCL_RANKS_PER_NODE) is refused as InvalidPlan when the session opens, a port
-// channel as Unsupported (host-staged port channels between nodes through the communicator:
-// not yet; the NCCL shim then forwards the call to NCCL).
+// Ranks of other nodes (another host, or MSCCL_RANKS_PER_NODE) are never mapped: a memory or
+// switch channel to one is refused as InvalidPlan when the session opens; port channels to
+// them go host-staged over TCP (EthernetPort.h, runtime::EthernetTransport: the proxy copies a
+// put's bytes into a message, the peer's receiving thread copies them into its buffer, then
+// applies the signals that follow), or are refused as Unsupported by a build without ZeroMQ
+// (the NCCL shim then forwards the call to NCCL).
 //
 // Registry (runtime::registerCudaRankBackends, DistributedRun.h): "cuda", "cuda-gpus" and
 // "cuda-virtual" on GPUs; "cuda-host" and "cuda-host-gpus" on the host implementation.
@@ -61,8 +63,8 @@ public:
   /// dist.timeoutSeconds bounds every device-side wait (MSCCL_CUDA_TIMEOUT overrides it) and
   /// every barrier. Throws ExecutionError: InvalidPlan (rank count != world size, a lowering
   /// error, a memory or switch peer on another node), InvalidSize, Unsupported (a port peer on
-  /// another node; no usable GPU; threadblocks that cannot be co-resident), Backend (CUDA or
-  /// shared memory errors).
+  /// another node without ZeroMQ; no usable GPU; threadblocks that cannot be co-resident),
+  /// Backend (CUDA, shared memory or socket errors).
   CudaRankSession(runtime::Communicator &comm, const plan::Plan &plan, const runtime::RunOptions &options,
                   const runtime::DistributedOptions &dist, const CudaRankOptions &cuda);
   ~CudaRankSession() override; ///< Collective: a barrier, then the mappings and memory are freed.

@@ -11,11 +11,10 @@
 //     through allGather; POSIX file descriptors would need a Unix socket), every node rank
 //     imports it, adds its device, binds its own physical memory (cuMemCreate) and maps the
 //     multicast address: a switch channel's multimem.ld_reduce / st go through NVSwitch.
-//   * Port channels use the host proxy of DistributedRun (NodeSharedMemory put/flush/add) with
-//     host staging: cudaMemcpy device -> a host segment, MPI_Put to the peer's host segment,
-//     cudaMemcpy there to the device. GPUDirect RDMA would instead register device memory with
-//     the network (UCX built with CUDA, or MPI_Win_create over cudaMalloc memory with a
-//     CUDA-aware OpenMPI and nvidia-peermem), removing both copies.
+//   * Port channels between nodes: the CUDA executor's process-per-rank sessions carry them
+//     host-staged over TCP (runtime/lib/cuda/EthernetPort.h over EthernetTransport.h), not
+//     through this file. GPUDirect RDMA would instead register device memory with the network
+//     (ibv_reg_mr through nvidia-peermem or dma-buf; or UCX built with CUDA), removing both copies.
 // Status: compile-only here (no GPU); the gpu-labelled test tests/mpi/cuda_peers_test.cpp runs
 // the IPC exchange under mpirun where GPUs exist and skips elsewhere.
 // Errors: ExecutionError(Backend) naming the CUDA call and its error string.
