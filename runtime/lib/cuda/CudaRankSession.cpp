@@ -421,10 +421,13 @@ struct CudaRankSession::Impl {
     if (aborted.load())
       throw ExecutionError(ErrorKind::Misuse, "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
                                                   " was aborted (ncclCommAbort, CudaRankSession::abort)");
+    std::vector<std::string> why = diags;
+    if (ethernet && !ethernet->error().empty()) // what the wait was for may have been dropped
+      why.push_back("port channels between nodes: " + ethernet->error());
     throw ExecutionError(ErrorKind::Deadlock,
                          "rank " + std::to_string(me) + ": call " + std::to_string(launch) +
                              " was abandoned because a device-side wait timed out",
-                         diags);
+                         why);
   }
 
   // Stream-ordered calls (a GPU): the copy in, the launch and the copy out are enqueued on the
