@@ -11,6 +11,8 @@ it runs on GPUs with torch CUDA tensors:
 * sum (out of place, and in place with LL packets) and avg (divided in a host copy of the device
   result) are checked element by element;
 * a CPU-backend communicator refuses the CUDA tensor, naming backend='cuda'.
+Run as several nodes (MSCCL_RANKS_PER_NODE, python.cuda-host-nodes), it runs the hierarchical
+AllReduce instead, whose port channels between the nodes go host-staged over TCP.
 Prints "PASS" on each rank; exits non-zero on any mismatch.
 """
 import os
@@ -57,6 +59,8 @@ def main():
     expect_sum = (np.arange(count, dtype=np.float32) % 97) * sum(r + 1 for r in range(n))
     problems = []
     recv = np.zeros(count, dtype=np.float32)
+    if comm.ranks_per_node < n:
+        return across_nodes(comm, ex, send, expect_sum)
     ex.execute(send, recv, plan)
     if not np.array_equal(recv, expect_sum):
         problems.append("sum: first difference at %d" % int(np.argmax(recv != expect_sum)))
@@ -81,6 +85,31 @@ def main():
     for p in problems:
         print("FAIL: rank %d: %s" % (rank, p))
     print("PASS" if not problems else "FAIL", "rank", rank)
+    sys.stdout.flush()
+    return 1 if problems else 0
+
+
+def across_nodes(comm, ex, send, expect_sum):
+    """The hierarchical AllReduce over this job's nodes, on NumPy arrays and the CUDA look-alike."""
+    rank, n = comm.rank, comm.world_size
+    plan = msccl.compile("stdlib:allreduce/hierarchical",
+                         defines={"ranks": n, "ranks_per_node": comm.ranks_per_node, "inplace": False})
+    problems = []
+    count = 4096 * n
+    data = np.resize(send, count)
+    expect = np.resize(expect_sum, count)
+    recv = np.zeros(count, dtype=np.float32)
+    ex.execute(data, recv, plan)
+    if not np.array_equal(recv, expect):
+        problems.append("hierarchical sum across nodes: first difference at %d" % int(np.argmax(recv != expect)))
+    recv_t = FakeCudaTensor(np.zeros(count, dtype=np.float32))
+    ex.execute(FakeCudaTensor(data), recv_t, plan, stream=1)
+    if not np.array_equal(recv_t.array, expect):
+        problems.append("hierarchical sum across nodes on the CUDA look-alike: first difference at %d" %
+                        int(np.argmax(recv_t.array != expect)))
+    for p in problems:
+        print("FAIL: rank %d: %s" % (rank, p))
+    print("PASS" if not problems else "FAIL", "rank", rank, "(%d nodes)" % (n // comm.ranks_per_node))
     sys.stdout.flush()
     return 1 if problems else 0
 
