@@ -31,12 +31,12 @@ struct Fifo {
     return r;
   }
   /// Pushes a request, waiting for FIFO space like the kernel's fifoPush.
-  void push(uint32_t meta, uint64_t size = 0) {
+  void push(uint32_t meta, uint64_t size = 0, uint64_t srcOffset = 0, uint64_t dstOffset = 0) {
     const uint64_t idx = head++;
     while (idx - __atomic_load_n(&completed, __ATOMIC_ACQUIRE) >= slots.size()) std::this_thread::yield();
     DevProxyRequest &s = slots[idx % slots.size()];
-    s.srcOffset = 0;
-    s.dstOffset = 0;
+    s.srcOffset = srcOffset;
+    s.dstOffset = dstOffset;
     s.size = size;
     s.meta = meta;
     __atomic_store_n(&s.seq, uint32_t(idx + 1), __ATOMIC_RELEASE);
@@ -167,13 +167,7 @@ TEST_CASE("requests to peers of other nodes go through the rank's RemotePort, in
   PortProxy proxy;
   proxy.start(*hostApi(), &ranks);
   auto push = [&](uint32_t kind, uint32_t channel, uint32_t remoteBuffer, uint64_t src, uint64_t dst, uint64_t size) {
-    const uint64_t idx = f.head++;
-    DevProxyRequest &s = f.slots[idx % f.slots.size()];
-    s.srcOffset = src;
-    s.dstOffset = dst;
-    s.size = size;
-    s.meta = proxyMeta(kind, 1, channel, remoteBuffer); // from the output buffer
-    __atomic_store_n(&s.seq, uint32_t(idx + 1), __ATOMIC_RELEASE);
+    f.push(proxyMeta(kind, 1, channel, remoteBuffer), size, src, dst); // from the output buffer
   };
   push(kProxyData | kProxyFlag, 1, 1, 2, 8, 3); // put "cde" to rank 3's scratch at 8, then signal it
   push(kProxyData | kProxyFlag, 0, 0, 0, 4, 2); // a mapped peer: a copy and a local counter

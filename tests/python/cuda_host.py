@@ -52,15 +52,30 @@ def main():
     comm = msccl.Communicator.from_mpi(backend="cuda")
     rank, n = comm.rank, comm.world_size
     assert comm.backend == "cuda", comm.backend
-    plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": n, "inplace": False})
     ex = msccl.Executor(comm)
     count = 4099  # not a multiple of the plan's chunks: uneven chunks on the device code too
     send = (np.arange(count, dtype=np.float32) % 97) * (rank + 1)
     expect_sum = (np.arange(count, dtype=np.float32) % 97) * sum(r + 1 for r in range(n))
+    if comm.ranks_per_node < n:
+        problems = across_nodes(comm, ex, send, expect_sum)
+        where = ["(%d nodes)" % (n // comm.ranks_per_node)]
+    else:
+        problems = one_node(comm, ex, send, expect_sum)
+        where = []
+    for p in problems:
+        print("FAIL: rank %d: %s" % (rank, p))
+    print("PASS" if not problems else "FAIL", "rank", rank, *where)
+    sys.stdout.flush()
+    return 1 if problems else 0
+
+
+def one_node(comm, ex, send, expect_sum):
+    """The ring and LL all-pairs AllReduce with every rank on one node; returns the problems."""
+    rank, n = comm.rank, comm.world_size
+    plan = msccl.compile("stdlib:allreduce/ring", defines={"ranks": n, "inplace": False})
+    count = send.size
     problems = []
     recv = np.zeros(count, dtype=np.float32)
-    if comm.ranks_per_node < n:
-        return across_nodes(comm, ex, send, expect_sum)
     ex.execute(send, recv, plan)
     if not np.array_equal(recv, expect_sum):
         problems.append("sum: first difference at %d" % int(np.argmax(recv != expect_sum)))
@@ -82,16 +97,13 @@ def main():
         except ValueError as e:
             if "backend='cuda'" not in str(e):
                 problems.append("the refusal does not name backend='cuda': %s" % e)
-    for p in problems:
-        print("FAIL: rank %d: %s" % (rank, p))
-    print("PASS" if not problems else "FAIL", "rank", rank)
-    sys.stdout.flush()
-    return 1 if problems else 0
+    return problems
 
 
 def across_nodes(comm, ex, send, expect_sum):
-    """The hierarchical AllReduce over this job's nodes, on NumPy arrays and the CUDA look-alike."""
-    rank, n = comm.rank, comm.world_size
+    """The hierarchical AllReduce over this job's nodes, on NumPy arrays and the CUDA look-alike;
+    returns the problems."""
+    n = comm.world_size
     plan = msccl.compile("stdlib:allreduce/hierarchical",
                          defines={"ranks": n, "ranks_per_node": comm.ranks_per_node, "inplace": False})
     problems = []
@@ -107,11 +119,7 @@ def across_nodes(comm, ex, send, expect_sum):
     if not np.array_equal(recv_t.array, expect):
         problems.append("hierarchical sum across nodes on the CUDA look-alike: first difference at %d" %
                         int(np.argmax(recv_t.array != expect)))
-    for p in problems:
-        print("FAIL: rank %d: %s" % (rank, p))
-    print("PASS" if not problems else "FAIL", "rank", rank, "(%d nodes)" % (n // comm.ranks_per_node))
-    sys.stdout.flush()
-    return 1 if problems else 0
+    return problems
 
 
 if __name__ == "__main__":

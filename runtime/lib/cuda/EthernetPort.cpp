@@ -103,9 +103,6 @@ std::string EthernetPort::signal(uint32_t rank, uint32_t channel) {
   return transport_->send(int(rank), &h, sizeof h, 0, {});
 }
 
-std::string EthernetPort::flush() {
-  if (!transport_->unflushed()) return "";
-  return transport_->flush(timeoutSeconds_);
-}
+std::string EthernetPort::flush() { return transport_->flush(timeoutSeconds_); }
 
 } // namespace msccl::cuda::detail

@@ -27,7 +27,6 @@
 
 #include "msccl/runtime/EthernetTransport.h"
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>

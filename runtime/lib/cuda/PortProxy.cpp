@@ -38,7 +38,7 @@ void PortProxy::fail(const std::string &msg) {
   if (error_.empty()) error_ = msg;
 }
 
-void PortProxy::remote(ProxyRank &r, const std::string &error) {
+void PortProxy::remoteFailed(const std::string &error) {
   if (!error.empty()) fail("port channel to another node: " + error);
 }
 
@@ -55,7 +55,7 @@ bool PortProxy::serve(ProxyRank &r) {
     if (lb > 2 || !r.local[lb] || (!remoteBuffer && (rb >= r.remoteBases.size() || !r.remoteBases[rb])))
       fail("port request names a buffer that does not exist (remote buffer " + std::to_string(rb) + ")");
     else if (remoteBuffer)
-      remote(r, r.remote->put(r.device, r.stream, uint32_t(remoteBuffer->rank), remoteBuffer->index, dstOff,
+      remoteFailed(r.remote->put(r.device, r.stream, uint32_t(remoteBuffer->rank), remoteBuffer->index, dstOff,
                               r.local[lb] + srcOff, size));
     else {
       try {
@@ -75,7 +75,7 @@ bool PortProxy::serve(ProxyRank &r) {
     r.copiesInFlight = false;
   }
   if (kind & kProxyFlag) {
-    if (remoteSignal) remote(r, r.remote->signal(uint32_t(remoteSignal->rank), remoteSignal->index));
+    if (remoteSignal) remoteFailed(r.remote->signal(uint32_t(remoteSignal->rank), remoteSignal->index));
     else if (ch >= r.flagTargets.size() || !r.flagTargets[ch])
       fail("port signal on channel " + std::to_string(ch) + " that does not exist");
     else {
@@ -83,7 +83,7 @@ bool PortProxy::serve(ProxyRank &r) {
       api_->hostWrote(r.flagTargets[ch]);
     }
   }
-  if ((kind & kProxySync) && r.remote) remote(r, r.remote->flush());
+  if ((kind & kProxySync) && r.remote) remoteFailed(r.remote->flush());
   ++r.tail;
   __atomic_store_n(r.completed, r.tail, __ATOMIC_RELEASE);
   api_->hostWrote(r.completed);
@@ -118,11 +118,11 @@ std::string PortProxy::syncCopies() {
     }
     r.copiesInFlight = false;
   }
-  for (ProxyRank &r : *ranks_) {
-    if (!r.remote) continue;
-    const std::string e = r.remote->flush();
-    if (!e.empty() && err.empty()) err = "port channel to another node: " + e;
-  }
+  for (ProxyRank &r : *ranks_)
+    if (r.remote) {
+      const std::string e = r.remote->flush();
+      if (!e.empty() && err.empty()) err = "port channel to another node: " + e;
+    }
   return err;
 }
 

@@ -107,7 +107,7 @@ public:
 private:
   void loop();
   bool serve(ProxyRank &r);
-  void remote(ProxyRank &r, const std::string &error); ///< records a RemotePort error
+  void remoteFailed(const std::string &error); ///< records a RemotePort error ("": none)
   void fail(const std::string &msg);
 
   DeviceApi *api_ = nullptr;

@@ -2,7 +2,8 @@
 //
 // Consumes a Communicator::Impl built by one bootstrap (MPI: MpiCommunicator.cpp; unique id
 // over TCP: TcpCommunicator.cpp) and forwards every operation to it; owns what both share:
-// the node numbering from colours, MSCCL_RANKS_PER_NODE, describeNodes, the steady clock.
+// the node numbering from colours, MSCCL_RANKS_PER_NODE, describeNodes, the steady clock, the
+// host key.
 // See Communicator.h and CommunicatorImpl.h.
 //
 //===------------------------------------------------------------------------------------===//
@@ -13,6 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace msccl::runtime {
 
@@ -44,6 +48,15 @@ int ranksPerNodeFromEnv() {
   if (*end != '\0' || v <= 0 || v > 1 << 20)
     throw ExecutionError(ErrorKind::Backend, "MSCCL_RANKS_PER_NODE='" + std::string(k) + "' is not a positive integer");
   return int(v);
+}
+
+std::string hostKey() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(name) + "/" + boot;
 }
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -59,4 +59,7 @@ void assignNodes(Communicator::Impl &impl, const std::vector<int> &colors);
 /// when set to anything else.
 int ranksPerNodeFromEnv();
 
+/// This machine: host name and kernel boot id (ranks with equal keys share memory).
+std::string hostKey();
+
 } // namespace msccl::runtime

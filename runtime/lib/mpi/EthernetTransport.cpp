@@ -10,6 +10,8 @@
 //===------------------------------------------------------------------------------------===//
 #include "msccl/runtime/EthernetTransport.h"
 
+#include "CommunicatorImpl.h"
+
 #include "msccl/runtime/Communicator.h"
 #include "msccl/runtime/Executor.h"
 
@@ -59,7 +61,6 @@ std::string zmqError(const std::string &what) { return what + ": " + zmq_strerro
 
 /// What each rank tells the others when the transport opens.
 struct Card {
-  char host[64];
   char endpoint[96];
   char publicKey[41];
   uint8_t failed;
@@ -245,12 +246,11 @@ std::unique_ptr<EthernetTransport> EthernetTransport::open(Communicator &comm, c
     throw ExecutionError(ErrorKind::Unsupported, "host-staged transfers between nodes need ZeroMQ with CURVE security");
   auto impl = std::make_unique<Impl>();
   impl->me = comm.rank();
-  const std::string host = hostName();
-  char hostCard[64];
-  copyString(hostCard, sizeof hostCard, host);
+  char hostCard[320]; // hostKey: a host name (at most 255 bytes), '/', the kernel's boot id
+  copyString(hostCard, sizeof hostCard, hostKey());
   bool oneHost = true;
   for (const auto &h : comm.allGather(hostCard, sizeof hostCard))
-    oneHost = oneHost && std::string(reinterpret_cast<const char *>(h.data())) == host;
+    oneHost = oneHost && std::memcmp(h.data(), hostCard, sizeof hostCard) == 0;
   Card mine{};
   std::string why;
   try {

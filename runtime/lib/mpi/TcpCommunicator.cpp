@@ -49,7 +49,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
 #include <map>
 #include <mutex>
 #endif
@@ -165,16 +164,6 @@ std::string resolve(const std::string &host) {
   inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in *>(res->ai_addr)->sin_addr, buf, sizeof buf);
   freeaddrinfo(res);
   return buf;
-}
-
-/// This machine: host name and kernel boot id (ranks with equal keys share memory).
-std::string hostKey() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return std::string(name) + "/" + boot;
 }
 
 using namespace rendezvous; // Kind, Header, Message, encode/decode, RootRendezvous (Rendezvous.h)
